@@ -1,0 +1,154 @@
+"""The executor pipeline: lookup → validate → execute → result.
+
+Failures the model can correct come back as results with ``isError: true`` (invalid
+arguments, a handler that raised, a timeout), as MCP 2025-11-25 asks ("Error
+Handling"). Only an unknown tool is a protocol error (-32602), raised by the caller.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import anyio.to_thread
+from pydantic import BaseModel, ValidationError
+
+from toolwire import _json
+
+from .context import ToolContext
+from .results import ToolResult, error_result, is_content_dict, json_text, to_wire_content
+from .tools import ArgumentError, Tool
+
+__all__ = ["Executor", "format_argument_error"]
+
+log = logging.getLogger("toolwire.executor")
+
+
+def format_argument_error(tool_name: str, problems: list[tuple[str, str]], arguments: Any) -> str:
+    """The text of an invalid-arguments result: every failing path, then what was received."""
+    lines = [f'Invalid arguments for tool "{tool_name}":']
+    lines += [f"  - {path}: {reason}" for path, reason in problems]
+    try:
+        received = _json.dumps(arguments).decode("utf-8")
+    except TypeError:
+        received = repr(arguments)
+    if len(received) > 2000:
+        received = received[:2000] + f"... ({len(received)} characters in all)"
+    lines += ["", "Received arguments:", received]
+    return "\n".join(lines)
+
+
+class Executor:
+    """Runs validated calls.
+
+    Args:
+        default_timeout: seconds a call may run when its tool sets no timeout; None
+            means no limit.
+        max_threads: worker threads for synchronous handlers. Reading and answering
+            never wait on this pool; a sync call beyond the limit waits for a thread.
+    """
+
+    def __init__(self, default_timeout: float | None = 600.0, max_threads: int = 256) -> None:
+        self.default_timeout = default_timeout
+        self.limiter = anyio.CapacityLimiter(max_threads)
+
+    async def run(self, tool: Tool, arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+        """Validate ``arguments`` for ``tool``, run it, return a wire ``CallToolResult``.
+
+        Never raises for a tool's own failure; cancellation propagates.
+        """
+        try:
+            kwargs = tool.validate(arguments)
+        except ArgumentError as exc:
+            return error_result(format_argument_error(tool.name, exc.problems, arguments))
+        return await self.invoke(tool, kwargs, ctx)
+
+    async def invoke(self, tool: Tool, kwargs: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+        """Run ``tool`` with already-validated keyword arguments, under its timeout."""
+        if tool.context_param is not None:
+            kwargs[tool.context_param] = ctx
+        timeout = tool.timeout if tool.timeout is not None else self.default_timeout
+        try:
+            if timeout is None:
+                value = await self._call(tool, kwargs)
+            else:
+                with anyio.move_on_after(timeout) as scope:
+                    value = await self._call(tool, kwargs)
+                if scope.cancelled_caught:
+                    return error_result(
+                        f'Tool "{tool.name}" timed out after {timeout:g} seconds and was cancelled'
+                    )
+        except anyio.get_cancelled_exc_class():
+            raise
+        except Exception as exc:
+            log.debug("tool %s raised", tool.name, exc_info=True)
+            return _exception_result(tool, exc)
+        try:
+            return to_result(tool, value)
+        except Exception as exc:
+            log.warning("tool %s returned an unusable value: %s", tool.name, exc)
+            return error_result(f'Tool "{tool.name}" returned an invalid result: {exc}')
+
+    async def _call(self, tool: Tool, kwargs: dict[str, Any]) -> Any:
+        if tool.is_async:
+            return await tool.handler(**kwargs)
+        func: Callable[[], Any] = functools.partial(tool.handler, **kwargs)
+        return await anyio.to_thread.run_sync(func, abandon_on_cancel=True, limiter=self.limiter)
+
+
+def _exception_result(tool: Tool, exc: Exception) -> dict[str, Any]:
+    message = str(exc) or type(exc).__name__
+    details = getattr(exc, "details", None)
+    return error_result(message, details if isinstance(details, (dict, list, str)) else None)
+
+
+def to_result(tool: Tool, value: Any) -> dict[str, Any]:
+    """Turn a handler's return value into a wire ``CallToolResult``.
+
+    str → one text block; :class:`ToolResult` → as given; content blocks (models or
+    MCP-shaped dicts, alone or in a list) → those blocks; a value matching the tool's
+    output schema → ``structuredContent`` plus the same JSON as text; None → no
+    content; anything else JSON-serialisable → its JSON as text.
+
+    Raises:
+        TypeError, ValueError: the value cannot be represented.
+    """
+    if type(value) is str:
+        return {"content": [{"type": "text", "text": value}]}
+    if isinstance(value, ToolResult):
+        return value.to_wire()
+    if tool.output_adapter is not None:
+        try:
+            structured = tool.output_adapter.dump_python(
+                tool.output_adapter.validate_python(value), mode="json"
+            )
+        except ValidationError as exc:
+            raise ValueError(f"does not match the output schema: {exc}") from None
+        return {
+            "content": [{"type": "text", "text": json_text(structured)}],
+            "structuredContent": structured,
+        }
+    if value is None:
+        return {"content": []}
+    if isinstance(value, BaseModel) and getattr(value, "type", None) in (
+        "text",
+        "image",
+        "audio",
+        "resource_link",
+        "resource",
+    ):
+        return {"content": to_wire_content(value)}
+    if is_content_dict(value):
+        return {"content": to_wire_content(value)}
+    if (
+        isinstance(value, (list, tuple))
+        and value
+        and all(isinstance(v, (str, BaseModel)) or is_content_dict(v) for v in value)
+    ):
+        return {"content": to_wire_content(list(value))}
+    if isinstance(value, BaseModel):
+        value = value.model_dump(mode="json", by_alias=True)
+    return {"content": [{"type": "text", "text": json_text(value)}]}

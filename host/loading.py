@@ -1,0 +1,113 @@
+"""Loading tools: ``--tools`` files and modules, the entry-point group, the built-ins."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.metadata
+import importlib.util
+import logging
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+from .registry import Registry
+from .tools import Tool, is_tool
+
+__all__ = ["ENTRY_POINT_GROUP", "load_builtins", "load_entry_points", "load_tools", "tools_in"]
+
+log = logging.getLogger("toolwire.loading")
+
+ENTRY_POINT_GROUP = "toolwire.tools"
+"""Entry-point group scanned at start-up; each entry names a module, a tool or a list."""
+
+
+def import_spec(spec: str) -> types.ModuleType:
+    """Import ``spec``: a path to a ``.py`` file, or a dotted module name.
+
+    Raises:
+        ImportError: the file or module cannot be loaded.
+    """
+    path = Path(spec)
+    if spec.endswith(".py") or path.is_file():
+        if not path.is_file():
+            raise ImportError(f"tool file not found: {spec}")
+        real = path.resolve()
+        digest = hashlib.sha1(str(real).encode()).hexdigest()[:10]
+        name = f"toolwire_user_{real.stem}_{digest}"
+        module_spec = importlib.util.spec_from_file_location(name, real)
+        if module_spec is None or module_spec.loader is None:
+            raise ImportError(f"cannot load {spec}")
+        module = importlib.util.module_from_spec(module_spec)
+        sys.modules[name] = module
+        sys.path.insert(0, str(real.parent))
+        try:
+            module_spec.loader.exec_module(module)
+        finally:
+            sys.path.remove(str(real.parent))
+        return module
+    return importlib.import_module(spec)
+
+
+def tools_in(obj: Any) -> list[Any]:
+    """The ``@tool`` functions in a module (definition order), or ``obj`` itself."""
+    if isinstance(obj, types.ModuleType):
+        seen: set[int] = set()
+        found = []
+        for value in vars(obj).values():
+            if (is_tool(value) or isinstance(value, Tool)) and id(value) not in seen:
+                seen.add(id(value))
+                found.append(value)
+        return found
+    if isinstance(obj, (list, tuple)):
+        return [v for v in obj if is_tool(v) or isinstance(v, Tool)]
+    if is_tool(obj) or isinstance(obj, Tool):
+        return [obj]
+    return []
+
+
+def load_tools(registry: Registry, spec: str) -> int:
+    """Register every ``@tool`` found in ``spec`` (file or module); returns the count.
+
+    A module may also define ``register(registry)`` to add tools (and, later, hooks)
+    itself; it is called after the marked functions are registered.
+
+    Raises:
+        ImportError: the module cannot be imported.
+        toolwire.host.tools.ToolDefinitionError: a tool is invalid or a duplicate.
+    """
+    module = import_spec(spec)
+    found = tools_in(module)
+    for fn in found:
+        registry.add(fn)
+    register = getattr(module, "register", None)
+    if callable(register) and not is_tool(register):
+        register(registry)
+    log.info("loaded %d tools from %s", len(found), spec)
+    return len(found)
+
+
+def load_entry_points(registry: Registry) -> int:
+    """Register tools from the ``toolwire.tools`` entry-point group; returns the count.
+
+    A broken entry point is logged and skipped, so one bad plugin cannot stop the host.
+    """
+    count = 0
+    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            obj = ep.load()
+            for fn in tools_in(obj):
+                registry.add(fn)
+                count += 1
+        except Exception as exc:
+            log.error("entry point %s failed to load: %s", ep.name, exc)
+    return count
+
+
+def load_builtins(registry: Registry) -> None:
+    """Register the built-in tools (read, write, edit, bash, ls, grep, ...)."""
+    from .builtins import builtin_tools
+
+    for fn in builtin_tools():
+        registry.add(fn)

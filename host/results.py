@@ -1,0 +1,139 @@
+"""Tool return values and their wire form (an MCP ``CallToolResult``)."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from toolwire import _json
+from toolwire.models import DETAILS_META_KEY, TERMINATE_META_KEY, content_block_adapter
+
+__all__ = [
+    "ToolError",
+    "ToolResult",
+    "error_result",
+    "image_block",
+    "text_block",
+    "to_wire_content",
+]
+
+_BLOCK_TYPES = frozenset({"text", "image", "audio", "resource_link", "resource"})
+
+
+class ToolError(Exception):
+    """Raise from a handler to fail the call with exactly this message (``isError: true``).
+
+    Any exception does that; this one also carries optional ``details``.
+    """
+
+    def __init__(self, message: str, details: Any = None) -> None:
+        super().__init__(message)
+        self.details = details
+
+
+@dataclass
+class ToolResult:
+    """A tool's full answer.
+
+    Attributes:
+        content: what the model reads: a str (one text block), or a list of content
+            blocks (typed models from :mod:`toolwire.models`, MCP-shaped dicts, or str).
+        details: data for programs and UIs, kept apart from the model's content. On the
+            wire it travels in ``result._meta["toolwire/details"]``.
+        structured: a JSON object sent as ``structuredContent``.
+        is_error: mark the result as a tool error (the model sees it as a failure).
+        terminate: ask an agent loop to stop after this batch (``_meta["toolwire/terminate"]``).
+    """
+
+    content: str | Sequence[Any] = ""
+    details: Any = None
+    structured: dict[str, Any] | None = None
+    is_error: bool = False
+    terminate: bool = False
+
+    def to_wire(self) -> dict[str, Any]:
+        """The ``CallToolResult`` object for the wire."""
+        out: dict[str, Any] = {"content": to_wire_content(self.content)}
+        if self.structured is not None:
+            out["structuredContent"] = self.structured
+        if self.is_error:
+            out["isError"] = True
+        if self.details is not None or self.terminate:
+            meta: dict[str, Any] = {}
+            if self.details is not None:
+                meta[DETAILS_META_KEY] = _jsonable(self.details)
+            if self.terminate:
+                meta[TERMINATE_META_KEY] = True
+            out["_meta"] = meta
+        return out
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return value
+
+
+def text_block(text: str) -> dict[str, Any]:
+    """``{type: "text", text}``."""
+    return {"type": "text", "text": text}
+
+
+def image_block(data: bytes, mime_type: str) -> dict[str, Any]:
+    """``{type: "image", data: base64(data), mimeType}``."""
+    return {"type": "image", "data": base64.b64encode(data).decode("ascii"), "mimeType": mime_type}
+
+
+def error_result(message: str, details: Any = None) -> dict[str, Any]:
+    """A wire ``CallToolResult`` with ``isError: true`` and one text block."""
+    out: dict[str, Any] = {"content": [{"type": "text", "text": message}], "isError": True}
+    if details is not None:
+        out["_meta"] = {DETAILS_META_KEY: details}
+    return out
+
+
+def to_wire_content(content: Any) -> list[dict[str, Any]]:
+    """Normalise content to a list of wire content blocks.
+
+    Accepts a str, one block, or a sequence of blocks, where a block is a str, a
+    :mod:`toolwire.models` content model, or a dict in the MCP shape.
+
+    Raises:
+        TypeError: a block of another kind, or a dict that is not a valid content block.
+    """
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    if isinstance(content, (BaseModel, dict)):
+        content = [content]
+    blocks: list[dict[str, Any]] = []
+    for item in content:
+        if isinstance(item, str):
+            blocks.append({"type": "text", "text": item})
+        elif isinstance(item, BaseModel):
+            blocks.append(item.model_dump(mode="json", by_alias=True, exclude_none=True))
+        elif isinstance(item, dict):
+            if item.get("type") == "text" and type(item.get("text")) is str:
+                blocks.append(item)
+                continue
+            try:
+                model = content_block_adapter.validate_python(item)
+            except ValidationError as exc:
+                raise TypeError(f"not a valid content block: {exc.errors()[0]['msg']}") from None
+            blocks.append(model.model_dump(mode="json", by_alias=True, exclude_none=True))
+        else:
+            raise TypeError(f"cannot turn {type(item).__name__} into a content block")
+    return blocks
+
+
+def is_content_dict(value: Any) -> bool:
+    """True for a dict that claims to be an MCP content block (has a known ``type``)."""
+    return isinstance(value, dict) and value.get("type") in _BLOCK_TYPES
+
+
+def json_text(value: Any) -> str:
+    """Compact JSON text of ``value``, for the text block mirroring structured content."""
+    return _json.dumps(value).decode("utf-8")

@@ -1,0 +1,247 @@
+"""``toolwire serve``: run the host on stdio.
+
+Start-up order matters for stdout hygiene: the protocol's stdin/stdout are moved to
+private descriptors *before* any tool module is imported, fd 1 and ``sys.stdout``
+are pointed at stderr, and fd 0 at /dev/null. A ``print()`` in tool code, a C
+extension writing to fd 1, or a child process inheriting fd 1 therefore lands on
+stderr, never in the protocol stream.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import anyio
+
+from toolwire.framing import DEFAULT_MAX_MESSAGE_SIZE
+from toolwire.session import Session
+from toolwire.streams import FdReceiveStream, FdSendStream
+
+from .context import ExecEnv
+from .executor import Executor
+from .loading import load_builtins, load_entry_points, load_tools
+from .procs import kill_descendants, set_subreaper
+from .registry import Registry
+from .server import HostServer
+
+__all__ = ["HostConfig", "build_parser", "main", "run_host", "take_over_stdio"]
+
+log = logging.getLogger("toolwire.host")
+
+
+@dataclass
+class HostConfig:
+    """Everything ``toolwire serve`` is configured with.
+
+    Attributes:
+        root: directory the tools act in (default: the current directory).
+        tools: files (``path/to/tools.py``) or module names to load tools from.
+        builtins: register the built-in tools.
+        entry_points: load tools from the ``toolwire.tools`` entry-point group.
+        framing: "auto" (detect from the first bytes), "lsp" or "ndjson".
+        log_level: stderr log threshold (Python logging level name, lower-case).
+        timeout: default seconds per call; None for no limit.
+        max_message_size: largest inbound message, in bytes.
+        max_threads: worker threads for synchronous tools.
+        page_size: tool definitions per ``tools/list`` page.
+    """
+
+    root: Path = field(default_factory=Path.cwd)
+    tools: list[str] = field(default_factory=list)
+    builtins: bool = True
+    entry_points: bool = True
+    framing: Literal["auto", "lsp", "ndjson"] = "auto"
+    log_level: str = "warning"
+    timeout: float | None = 600.0
+    max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
+    max_threads: int = 256
+    page_size: int = 500
+
+
+def build_parser(prog: str = "toolwire serve") -> argparse.ArgumentParser:
+    """The argument parser of ``toolwire serve``."""
+    p = argparse.ArgumentParser(
+        prog=prog,
+        description="Run the toolwire host: JSON-RPC 2.0 (MCP tool subset) on stdin/stdout.",
+    )
+    p.add_argument("--root", type=Path, default=None, help="directory tools act in (default: cwd)")
+    p.add_argument(
+        "--tools",
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="FILE.py|MODULE",
+        help="load every @tool from these files or modules",
+    )
+    p.add_argument("--no-builtins", action="store_true", help="do not register built-in tools")
+    p.add_argument(
+        "--no-entry-points",
+        action="store_true",
+        help="do not load tools from the 'toolwire.tools' entry-point group",
+    )
+    p.add_argument(
+        "--framing",
+        choices=["auto", "lsp", "ndjson"],
+        default="auto",
+        help="message framing (default: detect from the client's first bytes)",
+    )
+    p.add_argument(
+        "--log-level",
+        default="warning",
+        choices=["debug", "info", "warning", "error", "critical"],
+        help="stderr log threshold (default: warning)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=600.0,
+        help="default seconds a call may run; 0 for no limit (default: 600)",
+    )
+    p.add_argument(
+        "--max-message-size",
+        type=int,
+        default=DEFAULT_MAX_MESSAGE_SIZE,
+        help="largest accepted message in bytes (default: 64 MiB)",
+    )
+    p.add_argument("--max-threads", type=int, default=256, help="threads for sync tools")
+    p.add_argument("--page-size", type=int, default=500, help="tools per tools/list page")
+    return p
+
+
+def config_from_args(ns: argparse.Namespace) -> HostConfig:
+    """Build a :class:`HostConfig` from parsed ``toolwire serve`` arguments."""
+    return HostConfig(
+        root=(ns.root or Path.cwd()),
+        tools=list(ns.tools),
+        builtins=not ns.no_builtins,
+        entry_points=not ns.no_entry_points,
+        framing=ns.framing,
+        log_level=ns.log_level,
+        timeout=ns.timeout if ns.timeout and ns.timeout > 0 else None,
+        max_message_size=ns.max_message_size,
+        max_threads=ns.max_threads,
+        page_size=max(1, ns.page_size),
+    )
+
+
+def take_over_stdio() -> tuple[int, int]:
+    """Move the protocol streams to private descriptors; returns ``(read_fd, write_fd)``.
+
+    Afterwards fd 1 and ``sys.stdout`` write to stderr, and fd 0 / ``sys.stdin`` read
+    /dev/null, so nothing but the host's writer reaches the protocol stream.
+    """
+    sys.stdout.flush()
+    proto_in = os.dup(0)
+    proto_out = os.dup(1)
+    os.dup2(2, 1)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    sys.stdout = sys.stderr
+    sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115 - lives for the process
+    return proto_in, proto_out
+
+
+def build_registry(config: HostConfig) -> Registry:
+    """A registry with the built-ins (unless disabled), entry points and ``--tools``."""
+    registry = Registry()
+    if config.builtins:
+        load_builtins(registry)
+    if config.entry_points:
+        load_entry_points(registry)
+    for spec in config.tools:
+        load_tools(registry, spec)
+    return registry
+
+
+def describe(config: HostConfig, env: ExecEnv) -> str:
+    """The ``instructions`` text sent in ``initialize``."""
+    return (
+        f"Tools run in a separate host process and act inside the directory {env.root}. "
+        "Relative paths are resolved against it; paths outside it are refused."
+    )
+
+
+async def run_host(
+    config: HostConfig, read_fd: int, write_fd: int, registry: Registry | None = None
+) -> int:
+    """Serve one connection on the given descriptors until EOF, ``exit`` or SIGTERM.
+
+    Returns:
+        The process exit code: 0, or 1 for an LSP ``exit`` without ``shutdown``.
+    """
+    env = ExecEnv.at(config.root, default_timeout=None)
+    if registry is None:
+        registry = build_registry(config)
+    server = HostServer(
+        registry,
+        env,
+        Executor(default_timeout=config.timeout, max_threads=config.max_threads),
+        instructions=describe(config, env),
+        page_size=config.page_size,
+    )
+    session = Session(
+        FdReceiveStream(read_fd),
+        FdSendStream(write_fd),
+        framing=config.framing,
+        max_message_size=config.max_message_size,
+        name="host",
+    )
+    server.attach(session)
+    log.info("serving %d tools in %s", len(registry), env.root)
+
+    async with anyio.create_task_group() as tg:
+
+        async def watch_signals() -> None:
+            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as sigs:
+                async for signum in sigs:
+                    log.info("signal %d: shutting down", signum)
+                    session.close()
+                    return
+
+        tg.start_soon(watch_signals)
+        await session.serve()
+        tg.cancel_scope.cancel()
+    return server.exit_code if server.exit_code is not None else 0
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Entry point of ``toolwire serve`` / ``python -m toolwire.host``; never returns."""
+    ns = build_parser().parse_args(argv)
+    config = config_from_args(ns)
+    read_fd, write_fd = take_over_stdio()
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=getattr(logging, config.log_level.upper()),
+        format="toolwire[%(process)d] %(levelname)s %(name)s: %(message)s",
+    )
+    set_subreaper()
+    code = 0
+    try:
+        if not config.root.is_dir():
+            raise SystemExit(f"toolwire serve: --root {config.root} is not a directory")
+        registry = build_registry(config)
+        code = anyio.run(run_host, config, read_fd, write_fd, registry, backend="asyncio")
+    except SystemExit as exc:
+        if isinstance(exc.code, str):
+            print(exc.code, file=sys.stderr)
+            code = 2
+        else:
+            code = int(exc.code or 0)
+    except Exception as exc:  # report, never hang
+        log.exception("host failed: %s", exc)
+        code = 1
+    finally:
+        kill_descendants()
+        logging.shutdown()
+        sys.stderr.flush()
+    # Worker threads stuck in synchronous tools must not keep the process alive.
+    os._exit(code)

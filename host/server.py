@@ -1,0 +1,204 @@
+"""The host's method handlers: MCP tool subset plus LSP lifecycle, on one session.
+
+Methods served (see protocol.md for params, results and errors):
+``initialize``, ``ping``, ``tools/list``, ``tools/call``, ``logging/setLevel``,
+``shutdown``; notifications ``notifications/initialized``, ``initialized``,
+``exit``, and the two cancellation dialects handled by the session.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from toolwire import __version__
+from toolwire.errors import INVALID_PARAMS, INVALID_REQUEST, JsonRpcError
+from toolwire.models import LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
+from toolwire.session import RequestContext, Session
+
+from .context import LOG_LEVELS, ExecEnv, ToolContext
+from .executor import Executor
+from .registry import Registry
+
+__all__ = ["HostServer"]
+
+log = logging.getLogger("toolwire.host")
+
+
+class HostServer:
+    """Serves one connection: binds a :class:`Registry` and an :class:`Executor` to a session.
+
+    Args:
+        registry: the tools to offer.
+        env: the execution environment handlers act in.
+        executor: runs calls (timeouts, worker threads).
+        instructions: text for ``initialize``'s ``instructions``.
+        page_size: tool definitions per ``tools/list`` page.
+        server_name: ``serverInfo.name``.
+    """
+
+    def __init__(
+        self,
+        registry: Registry,
+        env: ExecEnv,
+        executor: Executor | None = None,
+        *,
+        instructions: str | None = None,
+        page_size: int = 500,
+        server_name: str = "toolwire",
+    ) -> None:
+        self.registry = registry
+        self.env = env
+        self.executor = executor or Executor()
+        self.instructions = instructions
+        self.page_size = page_size
+        self.server_name = server_name
+        self.session: Session | None = None
+        self.client_info: dict[str, Any] | None = None
+        self.client_capabilities: dict[str, Any] = {}
+        self.protocol_version: str | None = None
+        self.initialized = False
+        self.shutdown_requested = False
+        self.exit_code: int | None = None
+        self.log_level = LOG_LEVELS["info"]
+        registry.on_change(self._tools_changed)
+
+    def attach(self, session: Session) -> None:
+        """Register this server's handlers on ``session``."""
+        self.session = session
+        session.inline_request_handlers.update(
+            {
+                "initialize": self._initialize,
+                "ping": self._ping,
+                "tools/list": self._tools_list,
+                "logging/setLevel": self._set_level,
+                "shutdown": self._shutdown,
+            }
+        )
+        session.request_handlers["tools/call"] = self._tools_call
+        session.notification_handlers.update(
+            {
+                "notifications/initialized": self._on_initialized,
+                "initialized": self._on_initialized,
+                "exit": self._on_exit,
+            }
+        )
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def _initialize(self, params: Any, ctx: RequestContext) -> dict[str, Any]:
+        params = _object_params(params)
+        requested = params.get("protocolVersion")
+        version = requested if requested in SUPPORTED_PROTOCOL_VERSIONS else LATEST_PROTOCOL_VERSION
+        self.protocol_version = version
+        caps = params.get("capabilities")
+        self.client_capabilities = caps if isinstance(caps, dict) else {}
+        info = params.get("clientInfo")
+        self.client_info = info if isinstance(info, dict) else None
+        log.info(
+            "initialize from %s (protocol %s → %s)",
+            (self.client_info or {}).get("name", "unknown client"),
+            requested,
+            version,
+        )
+        result: dict[str, Any] = {
+            "protocolVersion": version,
+            "capabilities": {"tools": {"listChanged": True}, "logging": {}},
+            "serverInfo": {"name": self.server_name, "version": __version__},
+        }
+        if self.instructions:
+            result["instructions"] = self.instructions
+        return result
+
+    def _on_initialized(self, params: Any) -> None:
+        self.initialized = True
+
+    def _ping(self, params: Any, ctx: RequestContext) -> dict[str, Any]:
+        return {}
+
+    def _shutdown(self, params: Any, ctx: RequestContext) -> None:
+        """LSP ``shutdown``: answer null; later requests get -32600 until ``exit``."""
+        self.shutdown_requested = True
+        session = ctx.session
+        session.request_handlers.clear()
+        session.inline_request_handlers.clear()
+        session.unknown_method_handler = lambda method: JsonRpcError(
+            INVALID_REQUEST, f"Server is shutting down; {method} refused", {"method": method}
+        )
+        return None
+
+    def _on_exit(self, params: Any) -> None:
+        """LSP ``exit``: end the process, code 0 after ``shutdown`` and 1 without (LSP 3.17)."""
+        self.exit_code = 0 if self.shutdown_requested else 1
+        if self.session is not None:
+            self.session.close()
+
+    # ------------------------------------------------------------------ logging
+
+    def _set_level(self, params: Any, ctx: RequestContext) -> dict[str, Any]:
+        params = _object_params(params)
+        level = params.get("level")
+        if level not in LOG_LEVELS:
+            raise JsonRpcError(
+                INVALID_PARAMS,
+                f"Invalid log level {level!r}",
+                {"supported": list(LOG_LEVELS)},
+            )
+        self.log_level = LOG_LEVELS[level]
+        return {}
+
+    def send_log(self, level: str, data: Any, logger: str | None = None) -> None:
+        """Send ``notifications/message`` when ``level`` meets the client's threshold."""
+        if self.session is None or LOG_LEVELS.get(level, 0) < self.log_level:
+            return
+        params: dict[str, Any] = {"level": level, "data": data}
+        if logger:
+            params["logger"] = logger
+        self.session.notify("notifications/message", params)
+
+    def _tools_changed(self) -> None:
+        if self.session is not None and self.initialized:
+            self.session.notify("notifications/tools/list_changed")
+
+    # ------------------------------------------------------------------ tools
+
+    def _tools_list(self, params: Any, ctx: RequestContext) -> dict[str, Any]:
+        params = _object_params(params)
+        cursor = params.get("cursor")
+        if cursor is not None and not isinstance(cursor, str):
+            raise JsonRpcError(INVALID_PARAMS, "cursor must be a string")
+        try:
+            tools, next_cursor = self.registry.page(cursor, self.page_size)
+        except ValueError:
+            raise JsonRpcError(INVALID_PARAMS, f"Invalid cursor: {cursor!r}") from None
+        result: dict[str, Any] = {"tools": tools}
+        if next_cursor is not None:
+            result["nextCursor"] = next_cursor
+        return result
+
+    async def _tools_call(self, params: Any, rctx: RequestContext) -> dict[str, Any]:
+        if type(params) is not dict:
+            raise JsonRpcError(
+                INVALID_PARAMS, "tools/call params must be an object {name, arguments?}"
+            )
+        name = params.get("name")
+        if type(name) is not str:
+            raise JsonRpcError(INVALID_PARAMS, "tools/call needs a string 'name'")
+        tool = self.registry.get(name)
+        if tool is None:
+            raise JsonRpcError(INVALID_PARAMS, f"Unknown tool: {name}", {"name": name})
+        arguments = params.get("arguments")
+        if arguments is None:
+            arguments = {}
+        elif type(arguments) is not dict:
+            raise JsonRpcError(INVALID_PARAMS, "'arguments' must be an object")
+        ctx = ToolContext(rctx.id, name, self.env, self, rctx)
+        return await self.executor.run(tool, arguments, ctx)
+
+
+def _object_params(params: Any) -> dict[str, Any]:
+    if params is None:
+        return {}
+    if type(params) is not dict:
+        raise JsonRpcError(INVALID_PARAMS, "params must be an object")
+    return params

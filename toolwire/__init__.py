@@ -1,0 +1,22 @@
+"""toolwire: a JSON-RPC 2.0 tool host and client speaking the MCP tool subset.
+
+This top-level package holds the two lowest layers, shared by host and client:
+
+* wire — :mod:`toolwire.messages`, :mod:`toolwire.framing`, :mod:`toolwire.errors`,
+  :mod:`toolwire.models` (sans-IO: no sockets, no tasks);
+* session — :mod:`toolwire.session` (an anyio JSON-RPC peer) and
+  :mod:`toolwire.streams` (byte streams over file descriptors).
+
+The host lives in :mod:`toolwire.host`, the client in :mod:`toolwire.client`.
+"""
+
+from __future__ import annotations
+
+from .errors import JsonRpcError
+from .framing import Framing
+from .messages import RequestId
+from .session import RequestContext, Session
+
+__version__ = "0.1.0"
+
+__all__ = ["Framing", "JsonRpcError", "RequestContext", "RequestId", "Session", "__version__"]

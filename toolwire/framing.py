@@ -1,0 +1,312 @@
+"""Sans-IO framing codecs: bytes in, message bodies out, and back.
+
+Two framings are spoken, chosen per connection:
+
+* ``lsp`` — the Language Server Protocol base protocol: a header block of
+  ``Name: value`` lines, each ended by CRLF (a bare LF is tolerated), then an empty
+  line, then exactly ``Content-Length`` bytes of UTF-8 JSON. Header names are
+  case-insensitive and headers other than Content-Length are ignored.
+* ``ndjson`` — the MCP stdio transport: one compact UTF-8 JSON text per line, lines
+  ended by LF (a CR before it is dropped). Only the byte 0x0A ends a message, so
+  U+2028, U+2029 and U+0085 inside a JSON string are ordinary characters.
+
+Decoders never raise on input. They return a list whose items are either a complete
+message body (``bytes``) or a :class:`FramingError` describing bytes that were
+dropped; the caller answers the error and keeps reading. Recovery rules:
+
+* A body larger than the maximum message size is skipped without being buffered
+  (its length is known), then decoding resumes at the next message.
+* A header block without a usable Content-Length (missing, not a decimal number,
+  or longer than 8 KiB) is dropped, and the decoder resynchronises at the next
+  ``Content-Length`` header it finds in the stream.
+* An ndjson line longer than the maximum is discarded through its terminating LF.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+__all__ = [
+    "DEFAULT_MAX_MESSAGE_SIZE",
+    "ContentLengthDecoder",
+    "Decoder",
+    "Framing",
+    "FramingError",
+    "NdjsonDecoder",
+    "detect_framing",
+    "encode",
+    "encode_lsp",
+    "encode_ndjson",
+    "make_decoder",
+]
+
+Framing = Literal["lsp", "ndjson"]
+
+DEFAULT_MAX_MESSAGE_SIZE = 64 * 1024 * 1024
+"""Largest accepted message body, in bytes (64 MiB)."""
+
+MAX_HEADER_BLOCK = 8 * 1024
+"""Largest accepted LSP header block, in bytes."""
+
+
+@dataclass(frozen=True, slots=True)
+class FramingError:
+    """Bytes the decoder had to drop, and why.
+
+    Attributes:
+        code: the JSON-RPC error code to answer with (-32700 or -32600).
+        message: a human-readable reason.
+        dropped: how many bytes were (or will be) discarded; 0 when unknown.
+    """
+
+    code: int
+    message: str
+    dropped: int = 0
+
+
+class Decoder(Protocol):
+    """A sans-IO decoder: feed bytes, receive zero or more frames."""
+
+    max_message_size: int
+
+    def feed(self, data: bytes) -> list[bytes | FramingError]:
+        """Consume ``data``; return the complete bodies and errors it finished."""
+        ...
+
+    def pending(self) -> int:
+        """Bytes held back waiting for the rest of a message."""
+        ...
+
+
+_CONTENT_LENGTH_RE = re.compile(rb"content-length[ \t]*:", re.IGNORECASE)
+
+
+class ContentLengthDecoder:
+    """Decoder for LSP base-protocol framing (``Content-Length: N`` + CRLF CRLF + body).
+
+    Args:
+        max_message_size: largest body accepted, in bytes; larger bodies are skipped
+            and reported as a -32600 :class:`FramingError`.
+    """
+
+    def __init__(self, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> None:
+        self.max_message_size = max_message_size
+        self._buf = bytearray()
+        self._need: int | None = None  # body length once the header block is parsed
+        self._skip = 0  # bytes of an oversized body still to discard
+        self._resync = False  # after a bad header: drop bytes until "Content-Length"
+
+    def pending(self) -> int:
+        """Bytes held back waiting for the rest of a message."""
+        return len(self._buf)
+
+    def feed(self, data: bytes) -> list[bytes | FramingError]:
+        """Consume ``data``; return the complete bodies and errors it finished."""
+        out: list[bytes | FramingError] = []
+        if self._skip:
+            if len(data) <= self._skip:
+                self._skip -= len(data)
+                return out
+            data = data[self._skip :]
+            self._skip = 0
+        buf = self._buf
+        buf += data
+        while True:
+            if self._need is not None:
+                if len(buf) < self._need:
+                    return out
+                n = self._need
+                out.append(bytes(buf[:n]))
+                del buf[:n]
+                self._need = None
+                continue
+            if self._resync:
+                m = _CONTENT_LENGTH_RE.search(buf)
+                if m is None:
+                    # Keep a tail long enough to hold a split "Content-Length".
+                    if len(buf) > 32:
+                        del buf[: len(buf) - 32]
+                    return out
+                del buf[: m.start()]
+                self._resync = False
+            # Skip blank lines between messages (some peers send CRLF after bodies).
+            i = 0
+            while i < len(buf) and buf[i] in b"\r\n":
+                i += 1
+            if i:
+                del buf[:i]
+            if not buf:
+                return out
+            end, sep_len = _find_header_end(buf)
+            if end < 0:
+                if len(buf) > MAX_HEADER_BLOCK:
+                    out.append(
+                        FramingError(-32700, "LSP header block too long or unterminated", len(buf))
+                    )
+                    buf.clear()
+                    self._resync = True
+                return out
+            header = bytes(buf[:end])
+            del buf[: end + sep_len]
+            length = _content_length(header)
+            if length is None:
+                out.append(FramingError(-32700, "LSP header block without a valid Content-Length"))
+                self._resync = True
+                continue
+            if length > self.max_message_size:
+                out.append(
+                    FramingError(
+                        -32600,
+                        f"Message of {length} bytes exceeds the limit of "
+                        f"{self.max_message_size} bytes",
+                        length,
+                    )
+                )
+                if len(buf) >= length:
+                    del buf[:length]
+                else:
+                    self._skip = length - len(buf)
+                    buf.clear()
+                    return out
+                continue
+            self._need = length
+
+
+def _find_header_end(buf: bytearray) -> tuple[int, int]:
+    """Index of the empty line ending a header block and the separator's length."""
+    crlf = buf.find(b"\r\n\r\n")
+    lf = buf.find(b"\n\n")
+    if crlf >= 0 and (lf < 0 or crlf <= lf + 1):
+        return crlf, 4
+    if lf >= 0:
+        return lf, 2
+    return -1, 0
+
+
+def _content_length(header: bytes) -> int | None:
+    length: int | None = None
+    for line in header.split(b"\n"):
+        name, sep, value = line.partition(b":")
+        if not sep:
+            return None  # not a header line at all
+        if name.strip().lower() == b"content-length":
+            v = value.strip()
+            if not v.isdigit() or len(v) > 18:
+                return None
+            length = int(v)
+    return length
+
+
+class NdjsonDecoder:
+    """Decoder for newline-delimited JSON (MCP stdio): one message per LF-ended line.
+
+    Args:
+        max_message_size: longest line accepted, in bytes; longer lines are discarded
+            through their LF and reported as a -32600 :class:`FramingError`.
+    """
+
+    def __init__(self, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> None:
+        self.max_message_size = max_message_size
+        self._buf = bytearray()
+        self._discarding = 0  # >0 while dropping the rest of an oversized line
+
+    def pending(self) -> int:
+        """Bytes held back waiting for the rest of a message."""
+        return len(self._buf)
+
+    def feed(self, data: bytes) -> list[bytes | FramingError]:
+        """Consume ``data``; return the complete bodies and errors it finished."""
+        out: list[bytes | FramingError] = []
+        start = 0
+        if self._discarding:
+            nl = data.find(b"\n")
+            if nl < 0:
+                self._discarding += len(data)
+                return out
+            self._discarding += nl
+            out.append(self._too_long(self._discarding))
+            self._discarding = 0
+            start = nl + 1
+        buf = self._buf
+        if buf:
+            nl = data.find(b"\n", start)
+            if nl < 0:
+                buf += data[start:] if start else data
+                self._check_overflow(out)
+                return out
+            buf += data[start:nl]
+            line = bytes(buf)
+            buf.clear()
+            self._emit(line, out)
+            start = nl + 1
+        while True:
+            nl = data.find(b"\n", start)
+            if nl < 0:
+                break
+            self._emit(data[start:nl], out)
+            start = nl + 1
+        if start < len(data):
+            buf += data[start:]
+            self._check_overflow(out)
+        return out
+
+    def _emit(self, line: bytes, out: list[bytes | FramingError]) -> None:
+        if line.endswith(b"\r"):
+            line = line[:-1]
+        if len(line) > self.max_message_size:
+            out.append(self._too_long(len(line)))
+            return
+        if line.strip():
+            out.append(line)
+
+    def _check_overflow(self, out: list[bytes | FramingError]) -> None:
+        if len(self._buf) > self.max_message_size + 1:
+            self._discarding = len(self._buf)
+            self._buf.clear()
+
+    def _too_long(self, n: int) -> FramingError:
+        return FramingError(
+            -32600,
+            f"Message of {n} bytes exceeds the limit of {self.max_message_size} bytes",
+            n,
+        )
+
+
+def detect_framing(prefix: bytes) -> Framing | None:
+    """Guess the framing from the first bytes a peer sent.
+
+    Leading whitespace is skipped. A first byte of ``{`` or ``[`` means ndjson; a
+    letter means an LSP header block. Returns None while only whitespace has arrived.
+    Anything else is treated as ndjson, so the garbage gets a -32700 reply.
+    """
+    stripped = prefix.lstrip(b" \t\r\n")
+    if not stripped:
+        return None
+    first = stripped[:1]
+    if first.isalpha():
+        return "lsp"
+    return "ndjson"
+
+
+def make_decoder(framing: Framing, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> Decoder:
+    """Return a fresh decoder for ``framing``."""
+    if framing == "lsp":
+        return ContentLengthDecoder(max_message_size)
+    return NdjsonDecoder(max_message_size)
+
+
+def encode_lsp(body: bytes) -> bytes:
+    """Frame one JSON body with an LSP ``Content-Length`` header (length in bytes)."""
+    return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+
+
+def encode_ndjson(body: bytes) -> bytes:
+    """Frame one compact JSON body as an ndjson line. The body must hold no raw LF."""
+    return body + b"\n"
+
+
+def encode(framing: Framing, body: bytes) -> bytes:
+    """Frame ``body`` for ``framing``."""
+    return encode_lsp(body) if framing == "lsp" else encode_ndjson(body)

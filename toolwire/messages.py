@@ -1,0 +1,157 @@
+"""JSON-RPC 2.0 message types and envelope validation (JSON-RPC 2.0 §4–§6).
+
+Messages are kept as the decoded JSON objects (dicts) for speed; these classes are
+thin typed views made once per message. :func:`classify` turns one decoded JSON
+value into a :class:`Request`, :class:`Notification`, :class:`Response` or an
+:class:`Invalid` describing the error reply it deserves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, TypeGuard
+
+from .errors import INVALID_REQUEST, JsonRpcError
+
+__all__ = [
+    "Invalid",
+    "Message",
+    "Notification",
+    "Request",
+    "RequestId",
+    "Response",
+    "classify",
+    "error_response",
+    "is_valid_id",
+    "notification",
+    "request",
+    "response",
+]
+
+RequestId = str | int
+"""A request id: any JSON string or integer (0 and negatives included), echoed exactly."""
+
+
+@dataclass(slots=True)
+class Request:
+    """A call expecting a response. ``params`` is None when the member was absent."""
+
+    id: RequestId
+    method: str
+    params: dict[str, Any] | list[Any] | None
+
+
+@dataclass(slots=True)
+class Notification:
+    """A call with no ``id``: it is never answered (JSON-RPC 2.0 §4.1)."""
+
+    method: str
+    params: dict[str, Any] | list[Any] | None
+
+
+@dataclass(slots=True)
+class Response:
+    """A reply to one of our requests: exactly one of ``result`` / ``error`` applies."""
+
+    id: RequestId | None
+    result: Any
+    error: JsonRpcError | None
+
+
+@dataclass(slots=True)
+class Invalid:
+    """A message that must be answered with an error (or dropped when ``id`` is unknown).
+
+    Attributes:
+        id: the id to answer with; None answers with ``"id": null``.
+        error: the error to send.
+    """
+
+    id: RequestId | None
+    error: JsonRpcError
+
+
+Message = Request | Notification | Response
+
+
+def is_valid_id(value: Any) -> TypeGuard[RequestId]:
+    """True for a JSON string or integer (bool excluded: it is not a JSON number)."""
+    t = type(value)
+    return t is str or t is int
+
+
+def classify(obj: Any) -> Message | Invalid:
+    """Validate one decoded JSON-RPC object (not a batch) and type it.
+
+    Rules (JSON-RPC 2.0 §4, §5): ``jsonrpc`` must be exactly ``"2.0"``; a request's
+    ``method`` is a string; ``id`` is a string or integer (null and fractional ids are
+    refused with -32600); ``params``, when present, is an object or array. A response
+    carries ``id`` and exactly one of ``result`` / ``error``.
+    """
+    if type(obj) is not dict:
+        return Invalid(None, JsonRpcError(INVALID_REQUEST, "Message must be a JSON object"))
+    raw_id = obj.get("id")
+    has_id = "id" in obj
+    good_id: RequestId | None = raw_id if is_valid_id(raw_id) else None
+    if obj.get("jsonrpc") != "2.0":
+        return Invalid(good_id, JsonRpcError(INVALID_REQUEST, 'The "jsonrpc" member must be "2.0"'))
+    method = obj.get("method")
+    if method is not None:
+        if type(method) is not str:
+            return Invalid(good_id, JsonRpcError(INVALID_REQUEST, '"method" must be a string'))
+        params = obj.get("params")
+        if params is not None and type(params) is not dict and type(params) is not list:
+            return Invalid(
+                good_id,
+                JsonRpcError(INVALID_REQUEST, '"params" must be an object or an array'),
+            )
+        if "params" in obj and params is None:
+            return Invalid(
+                good_id,
+                JsonRpcError(INVALID_REQUEST, '"params" must be an object or an array'),
+            )
+        if not has_id:
+            return Notification(method, params)
+        if good_id is None:
+            return Invalid(
+                None, JsonRpcError(INVALID_REQUEST, '"id" must be a string or an integer')
+            )
+        return Request(good_id, method, params)
+    if "result" in obj or "error" in obj:
+        if ("result" in obj) == ("error" in obj):
+            return Invalid(
+                None,
+                JsonRpcError(INVALID_REQUEST, 'A response has exactly one of "result", "error"'),
+            )
+        if not has_id or (raw_id is not None and good_id is None):
+            return Invalid(None, JsonRpcError(INVALID_REQUEST, "Response with an invalid id"))
+        if "error" in obj:
+            return Response(good_id, None, JsonRpcError.from_dict(obj["error"]))
+        return Response(good_id, obj["result"], None)
+    return Invalid(good_id, JsonRpcError(INVALID_REQUEST, 'Missing "method"'))
+
+
+def request(id: RequestId, method: str, params: Any = None) -> dict[str, Any]:
+    """Build a request object; ``params`` is omitted when None."""
+    msg: dict[str, Any] = {"jsonrpc": "2.0", "id": id, "method": method}
+    if params is not None:
+        msg["params"] = params
+    return msg
+
+
+def notification(method: str, params: Any = None) -> dict[str, Any]:
+    """Build a notification object; ``params`` is omitted when None."""
+    msg: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+    if params is not None:
+        msg["params"] = params
+    return msg
+
+
+def response(id: RequestId, result: Any) -> dict[str, Any]:
+    """Build a success response."""
+    return {"jsonrpc": "2.0", "id": id, "result": result}
+
+
+def error_response(id: RequestId | None, error: JsonRpcError) -> dict[str, Any]:
+    """Build an error response; ``id`` None becomes ``"id": null`` (JSON-RPC 2.0 §5)."""
+    return {"jsonrpc": "2.0", "id": id, "error": error.to_dict()}

@@ -1,0 +1,628 @@
+"""A JSON-RPC 2.0 peer on anyio byte streams: the session layer.
+
+One :class:`Session` serves one connection, in either direction (the host and the
+client both use it). It owns:
+
+* the read loop: framing detection, decoding, envelope validation, error replies;
+* concurrent dispatch: each inbound request runs in its own task of one task group,
+  so a slow request never delays another;
+* cancellation of inbound requests in both dialects: MCP
+  ``notifications/cancelled {requestId, reason?}`` (nothing more is sent for that
+  request, MCP 2025-11-25 "Cancellation") and LSP ``$/cancelRequest {id}`` (the
+  request is answered with -32800, LSP 3.17 "Cancellation Support");
+* progress for inbound requests that carry ``params._meta.progressToken``;
+* outbound requests (awaitable, with a timeout) and notifications;
+* one serialised writer: every outbound frame goes through one queue and one task,
+  so frames never interleave.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, Literal
+
+import anyio
+from anyio.abc import ByteReceiveStream, ByteSendStream, TaskGroup
+
+from . import _json
+from .errors import (
+    CONNECTION_CLOSED,
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    REQUEST_CANCELLED,
+    REQUEST_TIMEOUT,
+    JsonRpcError,
+)
+from .framing import (
+    DEFAULT_MAX_MESSAGE_SIZE,
+    Decoder,
+    Framing,
+    FramingError,
+    detect_framing,
+    make_decoder,
+)
+from .messages import (
+    Invalid,
+    Notification,
+    Request,
+    RequestId,
+    Response,
+    classify,
+    error_response,
+    is_valid_id,
+)
+
+__all__ = [
+    "NotificationHandler",
+    "RequestContext",
+    "RequestHandler",
+    "Session",
+]
+
+log = logging.getLogger("toolwire.session")
+
+RequestHandler = Callable[[Any, "RequestContext"], Awaitable[Any]]
+"""``async def handler(params, ctx) -> result``; raise :class:`JsonRpcError` for an error reply."""
+NotificationHandler = Callable[[Any], Any]
+"""``def handler(params) -> None``, run inline in the read loop; keep it short."""
+
+CancelDialect = Literal["mcp", "lsp"]
+
+_FLUSH_JOIN_LIMIT = 64 * 1024
+"""Frames are joined into one write while the batch stays under this many bytes."""
+
+
+class RequestContext:
+    """What a request handler knows about the request it is serving.
+
+    Attributes:
+        id: the request id, exactly as received.
+        method: the method name.
+        session: the session the request arrived on.
+        progress_token: ``params._meta.progressToken`` when the caller sent one.
+        cancelled_by: None while running; "mcp" or "lsp" once a cancellation arrived.
+    """
+
+    __slots__ = (
+        "_batch",
+        "_done",
+        "_last_progress",
+        "_scope",
+        "cancelled_by",
+        "id",
+        "method",
+        "progress_token",
+        "session",
+    )
+
+    def __init__(
+        self, session: Session, id: RequestId, method: str, params: Any, batch: _Batch | None
+    ) -> None:
+        self.session = session
+        self.id = id
+        self.method = method
+        self.progress_token: str | int | None = None
+        if type(params) is dict:
+            meta = params.get("_meta")
+            if type(meta) is dict:
+                token = meta.get("progressToken")
+                if is_valid_id(token):
+                    self.progress_token = token
+        self.cancelled_by: CancelDialect | None = None
+        self._scope: anyio.CancelScope | None = None
+        self._done = False
+        self._last_progress: float | None = None
+        self._batch = batch
+
+    @property
+    def done(self) -> bool:
+        """True once the response was queued (or the request was cancelled)."""
+        return self._done
+
+    def cancel(self, dialect: CancelDialect) -> None:
+        """Interrupt the handler as if the peer had cancelled it in ``dialect``."""
+        if self._done or self.cancelled_by is not None:
+            return
+        self.cancelled_by = dialect
+        if self._scope is not None:
+            self._scope.cancel()
+
+    def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> bool:
+        """Send ``notifications/progress`` for this request (MCP 2025-11-25 "Progress").
+
+        Nothing is sent when the request carried no progress token, after the
+        response or a cancellation, or when ``progress`` does not exceed the last
+        value sent (the spec requires strictly increasing values).
+
+        Returns:
+            True when a notification was queued.
+        """
+        if self.progress_token is None or self._done or self.cancelled_by is not None:
+            return False
+        last = self._last_progress
+        if last is not None and not progress > last:
+            return False
+        self._last_progress = progress
+        params: dict[str, Any] = {"progressToken": self.progress_token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        self.session.notify("notifications/progress", params)
+        return True
+
+
+class _Batch:
+    """Collects the responses of one JSON-RPC batch until all its requests finish."""
+
+    __slots__ = ("outstanding", "replies", "session")
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.outstanding = 0
+        self.replies: list[dict[str, Any]] = []
+
+    def add(self, reply: dict[str, Any] | None) -> None:
+        if reply is not None:
+            self.replies.append(reply)
+
+    def finish_one(self, reply: dict[str, Any] | None) -> None:
+        self.add(reply)
+        self.outstanding -= 1
+        self.flush_if_done()
+
+    def flush_if_done(self) -> None:
+        if self.outstanding == 0 and self.replies:
+            replies, self.replies = self.replies, []
+            self.session._send_obj(replies)
+
+
+class _Pending:
+    """An outbound request waiting for its response."""
+
+    __slots__ = ("error", "event", "result")
+
+    def __init__(self) -> None:
+        self.event = anyio.Event()
+        self.result: Any = None
+        self.error: JsonRpcError | None = None
+
+
+class Session:
+    """A JSON-RPC 2.0 peer over a pair of anyio byte streams.
+
+    Args:
+        receive: bytes from the peer.
+        send: bytes to the peer.
+        framing: "auto" detects the peer's framing from its first bytes and answers
+            in kind (writes before detection use ndjson); "lsp" or "ndjson" force one.
+        max_message_size: largest inbound message body, in bytes (default 64 MiB).
+        cancel_dialect: how :meth:`request` cancels an outbound request on timeout or
+            cancellation: "mcp" sends ``notifications/cancelled``, "lsp" sends
+            ``$/cancelRequest``.
+        name: used in log records.
+
+    Register handlers in :attr:`request_handlers` / :attr:`notification_handlers`
+    (method name → callable) before calling :meth:`serve`.
+    """
+
+    def __init__(
+        self,
+        receive: ByteReceiveStream,
+        send: ByteSendStream,
+        *,
+        framing: Framing | Literal["auto"] = "auto",
+        max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+        cancel_dialect: CancelDialect = "mcp",
+        name: str = "session",
+    ) -> None:
+        self._receive = receive
+        self._send = send
+        self._framing: Framing | None = None if framing == "auto" else framing
+        self._max = max_message_size
+        self.cancel_dialect: CancelDialect = cancel_dialect
+        self.name = name
+        self.request_handlers: dict[str, RequestHandler] = {}
+        self.inline_request_handlers: dict[str, Callable[[Any, RequestContext], Any]] = {}
+        self.notification_handlers: dict[str, NotificationHandler] = {}
+        self.unknown_method_handler: Callable[[str], JsonRpcError] | None = None
+        self._in_flight: dict[RequestId, RequestContext] = {}
+        self._pending: dict[RequestId, _Pending] = {}
+        self._next_id = 0
+        self._out: list[bytes] = []
+        self._out_event = anyio.Event()
+        self._closing = False
+        self._closed = anyio.Event()
+        self._write_failed = False
+        self._writer_done = anyio.Event()
+        self.flush_timeout = 1.0
+        self._requests_tg: TaskGroup | None = None
+        self._read_scope: anyio.CancelScope | None = None
+
+    # ----------------------------------------------------------------- properties
+
+    @property
+    def framing(self) -> Framing | None:
+        """The framing in use, or None before the peer's first bytes in auto mode."""
+        return self._framing
+
+    @property
+    def in_flight(self) -> int:
+        """Inbound requests currently being handled."""
+        return len(self._in_flight)
+
+    # ----------------------------------------------------------------- output
+
+    def _send_obj(self, obj: Any) -> None:
+        body = _json.dumps(obj)
+        if self._framing == "lsp":
+            self._out.append(b"Content-Length: %d\r\n\r\n" % len(body))
+            self._out.append(body)
+        else:
+            self._out.append(body)
+            self._out.append(b"\n")
+        self._out_event.set()
+
+    def notify(self, method: str, params: Any = None) -> None:
+        """Queue a notification for the peer. Never blocks; frames keep their order."""
+        msg: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            msg["params"] = params
+        self._send_obj(msg)
+
+    async def _writer(self) -> None:
+        send = self._send
+        try:
+            while True:
+                if not self._out:
+                    if self._closing:
+                        return
+                    await self._out_event.wait()
+                    self._out_event = anyio.Event()
+                    continue
+                chunks, self._out = self._out, []
+                total = 0
+                for c in chunks:
+                    total += len(c)
+                if total <= _FLUSH_JOIN_LIMIT:
+                    await send.send(b"".join(chunks))
+                    continue
+                # Large frames go out as they are: a multi-megabyte body is never copied.
+                small: list[bytes] = []
+                for c in chunks:
+                    if len(c) > 4096:
+                        if small:
+                            await send.send(b"".join(small))
+                            small = []
+                        await send.send(c)
+                    else:
+                        small.append(c)
+                if small:
+                    await send.send(b"".join(small))
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+            log.info("%s: peer stopped reading (%s); closing", self.name, exc)
+            self._write_failed = True
+            self._out.clear()
+            self.close()
+        finally:
+            self._writer_done.set()
+
+    # ----------------------------------------------------------------- outbound requests
+
+    async def request(
+        self, method: str, params: Any = None, *, timeout: float | None = None
+    ) -> Any:
+        """Send a request to the peer and wait for its result.
+
+        Args:
+            method: the method name.
+            params: a JSON object or array, or None to omit ``params``.
+            timeout: seconds to wait; None waits until the connection closes.
+
+        Returns:
+            The ``result`` member of the response.
+
+        Raises:
+            JsonRpcError: the peer answered with an error; code -32001 on timeout (a
+                cancellation is then sent in :attr:`cancel_dialect`); -32000 when the
+                connection closed first.
+        """
+        if self._closing:
+            raise JsonRpcError(CONNECTION_CLOSED, "Connection closed")
+        req_id = self._next_id
+        self._next_id += 1
+        pending = _Pending()
+        self._pending[req_id] = pending
+        msg: dict[str, Any] = {"jsonrpc": "2.0", "id": req_id, "method": method}
+        if params is not None:
+            msg["params"] = params
+        self._send_obj(msg)
+        finished = False
+        try:
+            with anyio.move_on_after(timeout) as scope:
+                await pending.event.wait()
+                finished = True
+            if scope.cancelled_caught and not finished:
+                self._send_cancel(req_id, f"timed out after {timeout}s")
+                raise JsonRpcError(
+                    REQUEST_TIMEOUT, f"Request timed out after {timeout}s", {"timeout": timeout}
+                )
+        except anyio.get_cancelled_exc_class():
+            if not pending.event.is_set():
+                self._send_cancel(req_id, "cancelled by caller")
+            raise
+        finally:
+            self._pending.pop(req_id, None)
+        if pending.error is not None:
+            raise pending.error
+        return pending.result
+
+    def _send_cancel(self, req_id: RequestId, reason: str) -> None:
+        if self._closing:
+            return
+        if self.cancel_dialect == "lsp":
+            self.notify("$/cancelRequest", {"id": req_id})
+        else:
+            self.notify("notifications/cancelled", {"requestId": req_id, "reason": reason})
+
+    # ----------------------------------------------------------------- lifecycle
+
+    def close(self) -> None:
+        """Stop reading, cancel in-flight requests, flush queued output; serve() returns."""
+        if self._closing:
+            return
+        self._closing = True
+        if self._read_scope is not None:
+            self._read_scope.cancel()
+        if self._requests_tg is not None:
+            self._requests_tg.cancel_scope.cancel()
+        for pending in self._pending.values():
+            pending.error = JsonRpcError(CONNECTION_CLOSED, "Connection closed")
+            pending.event.set()
+        self._out_event.set()
+
+    async def serve(self) -> None:
+        """Run the connection until the peer's EOF or :meth:`close`.
+
+        On EOF every in-flight inbound request is cancelled (its handler interrupted),
+        queued output is flushed, and outbound requests fail with -32000.
+        """
+        try:
+            async with anyio.create_task_group() as outer:
+                outer.start_soon(self._writer)
+                try:
+                    async with anyio.create_task_group() as tg:
+                        self._requests_tg = tg
+                        with anyio.CancelScope() as read_scope:
+                            self._read_scope = read_scope
+                            if not self._closing:
+                                await self._read_loop(tg)
+                        # EOF or close(): interrupt whatever is still running.
+                        tg.cancel_scope.cancel()
+                finally:
+                    self.close()
+                    # Flush what is queued, but never wait forever on a peer that
+                    # stopped reading.
+                    with anyio.move_on_after(self.flush_timeout, shield=True):
+                        await self._writer_done.wait()
+                    outer.cancel_scope.cancel()
+        finally:
+            self._closed.set()
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[Session]:
+        """Serve in the background for the body of an ``async with`` block.
+
+        On exit the send stream is closed (the peer sees EOF) and the session stops.
+        """
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self.serve)
+            try:
+                yield self
+            finally:
+                self.close()
+                with anyio.CancelScope(shield=True):
+                    await self._closed.wait()
+                    with contextlib.suppress(Exception):
+                        await self._send.aclose()
+
+    async def wait_closed(self) -> None:
+        """Wait until :meth:`serve` has returned."""
+        await self._closed.wait()
+
+    # ----------------------------------------------------------------- input
+
+    async def _read_loop(self, tg: TaskGroup) -> None:
+        decoder: Decoder | None = None
+        if self._framing is not None:
+            decoder = make_decoder(self._framing, self._max)
+        prefix = b""
+        receive = self._receive
+        while True:
+            try:
+                data = await receive.receive()
+            except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                log.debug("%s: end of input", self.name)
+                return
+            if decoder is None:
+                prefix += data
+                framing = detect_framing(prefix)
+                if framing is None:
+                    continue
+                self._framing = framing
+                log.debug("%s: detected %s framing", self.name, framing)
+                decoder = make_decoder(framing, self._max)
+                data, prefix = prefix, b""
+            for frame in decoder.feed(data):
+                if type(frame) is bytes:
+                    self._handle_body(frame, tg)
+                else:
+                    assert isinstance(frame, FramingError)
+                    log.warning("%s: framing error: %s", self.name, frame.message)
+                    self._send_obj(error_response(None, JsonRpcError(frame.code, frame.message)))
+
+    def _handle_body(self, body: bytes, tg: TaskGroup) -> None:
+        try:
+            obj = _json.loads(body)
+        except ValueError as exc:
+            log.warning("%s: parse error: %s", self.name, exc)
+            self._send_obj(error_response(None, JsonRpcError(PARSE_ERROR, f"Parse error: {exc}")))
+            return
+        if type(obj) is list:
+            self._handle_batch(obj, tg)
+            return
+        self._handle_message(obj, tg, None)
+
+    def _handle_batch(self, items: list[Any], tg: TaskGroup) -> None:
+        if not items:
+            self._send_obj(error_response(None, JsonRpcError(INVALID_REQUEST, "Empty batch")))
+            return
+        batch = _Batch(self)
+        batch.outstanding = 1  # held until every item is dispatched
+        for item in items:
+            self._handle_message(item, tg, batch)
+        batch.finish_one(None)
+
+    def _handle_message(self, obj: Any, tg: TaskGroup, batch: _Batch | None) -> None:
+        msg = classify(obj)
+        t = type(msg)
+        if t is Request:
+            assert isinstance(msg, Request)
+            self._dispatch_request(msg, tg, batch)
+        elif t is Notification:
+            assert isinstance(msg, Notification)
+            self._dispatch_notification(msg)
+        elif t is Response:
+            assert isinstance(msg, Response)
+            self._dispatch_response(msg)
+        else:
+            assert isinstance(msg, Invalid)
+            log.warning("%s: invalid message: %s", self.name, msg.error.message)
+            reply = error_response(msg.id, msg.error)
+            if batch is not None:
+                batch.add(reply)
+            else:
+                self._send_obj(reply)
+
+    def _reply(self, batch: _Batch | None, reply: dict[str, Any] | None) -> None:
+        if batch is not None:
+            batch.finish_one(reply)
+        elif reply is not None:
+            self._send_obj(reply)
+
+    def _dispatch_request(self, req: Request, tg: TaskGroup, batch: _Batch | None) -> None:
+        if batch is not None:
+            batch.outstanding += 1
+        if req.id in self._in_flight:
+            self._reply(
+                batch,
+                error_response(
+                    req.id,
+                    JsonRpcError(INVALID_REQUEST, f"Request id {req.id!r} is already in use"),
+                ),
+            )
+            return
+        inline = self.inline_request_handlers.get(req.method)
+        if inline is not None:
+            ctx = RequestContext(self, req.id, req.method, req.params, batch)
+            ctx._done = True
+            try:
+                reply = {"jsonrpc": "2.0", "id": req.id, "result": inline(req.params, ctx)}
+            except JsonRpcError as exc:
+                reply = error_response(req.id, exc)
+            except Exception:
+                log.exception("%s: handler for %s failed", self.name, req.method)
+                reply = error_response(req.id, JsonRpcError(INTERNAL_ERROR, "Internal error"))
+            self._reply(batch, reply)
+            return
+        handler = self.request_handlers.get(req.method)
+        if handler is None:
+            if self.unknown_method_handler is not None:
+                err = self.unknown_method_handler(req.method)
+            else:
+                err = JsonRpcError(
+                    METHOD_NOT_FOUND, f"Method not found: {req.method}", {"method": req.method}
+                )
+            self._reply(batch, error_response(req.id, err))
+            return
+        ctx = RequestContext(self, req.id, req.method, req.params, batch)
+        self._in_flight[req.id] = ctx
+        tg.start_soon(self._run_request, handler, req.params, ctx)
+
+    async def _run_request(self, handler: RequestHandler, params: Any, ctx: RequestContext) -> None:
+        reply: dict[str, Any] | None = None
+        try:
+            with anyio.CancelScope() as scope:
+                ctx._scope = scope
+                if ctx.cancelled_by is not None:
+                    scope.cancel()
+                try:
+                    result = await handler(params, ctx)
+                    reply = {"jsonrpc": "2.0", "id": ctx.id, "result": result}
+                except JsonRpcError as exc:
+                    reply = error_response(ctx.id, exc)
+                except anyio.get_cancelled_exc_class():
+                    raise
+                except Exception:
+                    log.exception("%s: handler for %s failed", self.name, ctx.method)
+                    reply = error_response(ctx.id, JsonRpcError(INTERNAL_ERROR, "Internal error"))
+            if ctx.cancelled_by == "lsp":
+                reply = error_response(ctx.id, JsonRpcError(REQUEST_CANCELLED, "Request cancelled"))
+            elif ctx.cancelled_by == "mcp":
+                reply = None  # MCP: nothing more is sent for a cancelled request
+        finally:
+            ctx._done = True
+            self._in_flight.pop(ctx.id, None)
+            if ctx._batch is not None:
+                ctx._batch.outstanding -= 1
+        if ctx._batch is not None:
+            ctx._batch.add(reply)
+            ctx._batch.flush_if_done()
+        elif reply is not None:
+            self._send_obj(reply)
+
+    def _dispatch_notification(self, note: Notification) -> None:
+        method = note.method
+        params = note.params
+        if method == "notifications/cancelled":
+            if type(params) is dict:
+                rid = params.get("requestId")
+                target = self._in_flight.get(rid) if is_valid_id(rid) else None
+                if target is not None and target.method != "initialize":
+                    log.debug("%s: request %r cancelled (mcp)", self.name, target.id)
+                    target.cancel("mcp")
+            return
+        if method == "$/cancelRequest":
+            if type(params) is dict:
+                rid = params.get("id")
+                target = self._in_flight.get(rid) if is_valid_id(rid) else None
+                if target is not None and target.method != "initialize":
+                    log.debug("%s: request %r cancelled (lsp)", self.name, target.id)
+                    target.cancel("lsp")
+            return
+        handler = self.notification_handlers.get(method)
+        if handler is None:
+            log.debug("%s: ignoring notification %s", self.name, method)
+            return
+        try:
+            handler(params)
+        except Exception:
+            log.exception("%s: notification handler for %s failed", self.name, method)
+
+    def _dispatch_response(self, resp: Response) -> None:
+        pending = self._pending.get(resp.id) if resp.id is not None else None
+        if pending is None:
+            if resp.error is not None:
+                log.warning("%s: error from peer: %s", self.name, resp.error.message)
+            else:
+                log.debug("%s: response for unknown id %r", self.name, resp.id)
+            return
+        pending.result = resp.result
+        pending.error = resp.error
+        pending.event.set()

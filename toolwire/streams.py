@@ -1,0 +1,135 @@
+"""anyio byte streams over raw file descriptors (the host's private stdin/stdout).
+
+Reading and writing happen on the event loop, never in a worker thread: pipes and
+sockets are switched to non-blocking mode and waited on with
+:func:`anyio.wait_readable` / :func:`anyio.wait_writable`. Regular files (a request
+file redirected to stdin, a log file as stdout) never block and are used directly.
+Terminals are waited on but left in blocking mode, because a terminal's open file
+description is usually shared with stderr and the parent shell.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+
+import anyio
+from anyio.abc import ByteReceiveStream, ByteSendStream
+
+__all__ = ["FdReceiveStream", "FdSendStream"]
+
+READ_CHUNK = 256 * 1024
+"""Bytes asked for per read (256 KiB)."""
+
+
+def _kind(fd: int) -> str:
+    mode = os.fstat(fd).st_mode
+    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+        return "pipe"
+    if stat.S_ISREG(mode) or stat.S_ISBLK(mode):
+        return "file"
+    return "tty"
+
+
+class FdReceiveStream(ByteReceiveStream):
+    """Receive bytes from a file descriptor without a thread hop.
+
+    Args:
+        fd: an open, readable descriptor; the stream owns it and closes it in
+            :meth:`aclose`.
+
+    Raises (from :meth:`receive`):
+        anyio.EndOfStream: the writer closed its end.
+        anyio.ClosedResourceError: this stream was closed.
+    """
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._kind = _kind(fd)
+        self._closed = False
+        self._restore_blocking = False
+        if self._kind == "pipe" and os.get_blocking(fd):
+            os.set_blocking(fd, False)
+            self._restore_blocking = True
+
+    async def receive(self, max_bytes: int = READ_CHUNK) -> bytes:
+        """Return the next available bytes (at most ``max_bytes``)."""
+        while True:
+            if self._closed:
+                raise anyio.ClosedResourceError
+            if self._kind == "tty":
+                await anyio.wait_readable(self._fd)
+            try:
+                data = os.read(self._fd, max_bytes)
+            except BlockingIOError:
+                await anyio.wait_readable(self._fd)
+                continue
+            except OSError as exc:
+                if exc.errno == errno.EBADF and self._closed:
+                    raise anyio.ClosedResourceError from None
+                raise anyio.BrokenResourceError from exc
+            if not data:
+                raise anyio.EndOfStream
+            return data
+
+    async def aclose(self) -> None:
+        """Close the descriptor (restoring blocking mode first when we changed it)."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if self._restore_blocking:
+                os.set_blocking(self._fd, True)
+            os.close(self._fd)
+        except OSError:
+            pass
+
+
+class FdSendStream(ByteSendStream):
+    """Send bytes to a file descriptor without a thread hop.
+
+    Args:
+        fd: an open, writable descriptor; the stream owns it and closes it in
+            :meth:`aclose`.
+
+    Raises (from :meth:`send`):
+        anyio.BrokenResourceError: the reader went away (EPIPE) or another I/O error.
+        anyio.ClosedResourceError: this stream was closed.
+    """
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._kind = _kind(fd)
+        self._closed = False
+        self._restore_blocking = False
+        if self._kind == "pipe" and os.get_blocking(fd):
+            os.set_blocking(fd, False)
+            self._restore_blocking = True
+
+    async def send(self, item: bytes) -> None:
+        """Write all of ``item``, waiting for the reader when the pipe is full."""
+        view = memoryview(item)
+        while view:
+            if self._closed:
+                raise anyio.ClosedResourceError
+            try:
+                n = os.write(self._fd, view)
+            except BlockingIOError:
+                await anyio.wait_writable(self._fd)
+                continue
+            except OSError as exc:
+                raise anyio.BrokenResourceError from exc
+            view = view[n:]
+
+    async def aclose(self) -> None:
+        """Close the descriptor (restoring blocking mode first when we changed it)."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if self._restore_blocking:
+                os.set_blocking(self._fd, True)
+            os.close(self._fd)
+        except OSError:
+            pass
