@@ -1,0 +1,78 @@
+"""protocol.md's example exchanges are test vectors: each block is replayed against the real host.
+
+Every ```jsonrpc block runs in a fresh host. A ``→`` line is sent as is; each ``←`` line that
+follows must be the next message the host writes (compared as parsed JSON; the string
+``"<any>"`` matches any value). So the document cannot drift from the behaviour.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+
+from tests.hostproc import REPO, HostProcess
+
+DOC = REPO / "protocol.md"
+BLOCK_RE = re.compile(r"```jsonrpc\n(.*?)```", re.S)
+
+
+def blocks() -> list[tuple[str, list[tuple[str, Any]]]]:
+    text = DOC.read_text(encoding="utf-8")
+    out = []
+    for n, m in enumerate(BLOCK_RE.finditer(text), 1):
+        steps = []
+        for line in m.group(1).splitlines():
+            if not line.strip():
+                continue
+            arrow, _, payload = line.partition(" ")
+            assert arrow in ("→", "←"), f"block {n}: bad line {line!r}"
+            steps.append((arrow, json.loads(payload)))
+        heading = text.rfind("\n### ", 0, m.start())
+        title = text[heading + 5 : text.index("\n", heading + 5)] if heading >= 0 else f"block {n}"
+        out.append((title, steps))
+    return out
+
+
+def matches(expected: Any, actual: Any) -> bool:
+    if expected == "<any>":
+        return True
+    if isinstance(expected, dict):
+        return (
+            isinstance(actual, dict)
+            and expected.keys() == actual.keys()
+            and all(matches(v, actual[k]) for k, v in expected.items())
+        )
+    if isinstance(expected, list):
+        return (
+            isinstance(actual, list)
+            and len(expected) == len(actual)
+            and all(matches(e, a) for e, a in zip(expected, actual, strict=True))
+        )
+    return type(expected) is type(actual) and expected == actual
+
+
+def test_document_has_examples() -> None:
+    assert len(blocks()) >= 5
+
+
+@pytest.mark.parametrize(("title", "steps"), blocks(), ids=[t for t, _ in blocks()])
+def test_example_block(title: str, steps: list[tuple[str, Any]]) -> None:
+    args = ["--no-builtins", "--tools", str(REPO / "examples" / "tools" / "echo_tools.py")]
+    with HostProcess(args) as host:
+        sent_exit = False
+        for arrow, msg in steps:
+            if arrow == "→":
+                host.send(msg)
+                sent_exit = isinstance(msg, dict) and msg.get("method") == "exit"
+            else:
+                got = host.recv(timeout=10)
+                assert matches(msg, got), f"{title}: expected\n{msg}\ngot\n{got}"
+        if sent_exit:
+            assert host.wait(timeout=5) == 0
+        else:
+            host.close_stdin()
+            assert host.wait(timeout=5) == 0
+            assert host.drain() in ([], [None]), "host sent more than the document shows"
