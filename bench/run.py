@@ -1,0 +1,446 @@
+"""Benchmark: toolwire against the official MCP SDK server (MCPServer), side by side in one run.
+
+Every scenario spawns each server fresh and drives it with the same minimal raw JSON-RPC client
+(asyncio subprocess pipes, no SDK on the client side), so the client costs the same for both.
+Servers and tools: bench/servers/ (echo {text}, sleep {ms} async, block {ms} synchronous).
+
+Scenarios: cold start to the first tools/list; sequential echo p50/p99; 5000 pipelined echo calls;
+20 concurrent 200 ms async sleeps; echo latency while N synchronous blocking calls are in flight
+(N = 5, 39, 200); one 5 MiB echo (time and response bytes); idle and peak RSS.
+
+Usage: python bench/run.py [--quick] [--out bench/RESULTS.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+PY = sys.executable
+
+
+@dataclass
+class Server:
+    """How to start one contender."""
+
+    label: str
+    argv: list[str]
+    framing: str  # "ndjson" or "lsp"
+
+
+SERVERS = [
+    Server(
+        "toolwire (ndjson)",
+        [
+            PY,
+            "-m",
+            "toolwire.host",
+            "--no-builtins",
+            "--no-entry-points",
+            "--tools",
+            str(HERE / "servers" / "toolwire_tools.py"),
+        ],
+        "ndjson",
+    ),
+    Server(
+        "toolwire (lsp)",
+        [
+            PY,
+            "-m",
+            "toolwire.host",
+            "--no-builtins",
+            "--no-entry-points",
+            "--tools",
+            str(HERE / "servers" / "toolwire_tools.py"),
+        ],
+        "lsp",
+    ),
+    Server("MCP SDK MCPServer", [PY, str(HERE / "servers" / "mcp_server.py")], "ndjson"),
+]
+
+
+class RawClient:
+    """A minimal JSON-RPC client over a subprocess's pipes (ndjson or Content-Length)."""
+
+    def __init__(self, proc: asyncio.subprocess.Process, framing: str) -> None:
+        self.proc = proc
+        self.framing = framing
+        self.pending: dict[int, asyncio.Future[Any]] = {}
+        self.next_id = 1
+        self.bytes_in = 0
+        self.last_size = 0
+        self.reader = asyncio.create_task(self._read())
+
+    @classmethod
+    async def start(cls, server: Server) -> RawClient:
+        proc = await asyncio.create_subprocess_exec(
+            *server.argv,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+            limit=64 * 1024 * 1024,
+        )
+        return cls(proc, server.framing)
+
+    async def _read(self) -> None:
+        out = self.proc.stdout
+        assert out is not None
+        while True:
+            if self.framing == "ndjson":
+                line = await out.readline()
+                if not line:
+                    break
+                self.bytes_in += len(line)
+                self.last_size = len(line)
+                msg = json.loads(line)
+            else:
+                length = -1
+                while True:
+                    h = await out.readline()
+                    if not h:
+                        return
+                    if h in (b"\r\n", b"\n"):
+                        break
+                    name, _, value = h.decode().partition(":")
+                    if name.strip().lower() == "content-length":
+                        length = int(value)
+                body = await out.readexactly(length)
+                self.bytes_in += len(body)
+                self.last_size = len(body)
+                msg = json.loads(body)
+            mid = msg.get("id") if isinstance(msg, dict) else None
+            if isinstance(mid, int) and "method" not in msg:
+                fut = self.pending.pop(mid, None)
+                if fut is not None and not fut.done():
+                    fut.set_result(msg)
+        for fut in self.pending.values():
+            if not fut.done():
+                fut.set_exception(EOFError("server closed"))
+
+    def frame(self, msg: dict[str, Any]) -> bytes:
+        body = json.dumps(msg, separators=(",", ":")).encode()
+        if self.framing == "ndjson":
+            return body + b"\n"
+        return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+    def prepare(self, method: str, params: Any = None) -> tuple[bytes, asyncio.Future[Any]]:
+        mid = self.next_id
+        self.next_id += 1
+        msg: dict[str, Any] = {"jsonrpc": "2.0", "id": mid, "method": method}
+        if params is not None:
+            msg["params"] = params
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.pending[mid] = fut
+        return self.frame(msg), fut
+
+    async def write(self, data: bytes) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(data)
+        await self.proc.stdin.drain()
+
+    async def request(self, method: str, params: Any = None) -> Any:
+        data, fut = self.prepare(method, params)
+        await self.write(data)
+        return await fut
+
+    async def notify(self, method: str) -> None:
+        await self.write(self.frame({"jsonrpc": "2.0", "method": method}))
+
+    async def initialize(self) -> None:
+        await self.request(
+            "initialize",
+            {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "bench", "version": "1"},
+            },
+        )
+        await self.notify("notifications/initialized")
+
+    def call(self, name: str, arguments: dict[str, Any]) -> tuple[bytes, asyncio.Future[Any]]:
+        return self.prepare("tools/call", {"name": name, "arguments": arguments})
+
+    def rss(self) -> tuple[float, float]:
+        """(current RSS, peak RSS) of the server process, in MiB."""
+        cur = peak = 0.0
+        try:
+            for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    cur = int(line.split()[1]) / 1024
+                elif line.startswith("VmHWM:"):
+                    peak = int(line.split()[1]) / 1024
+        except OSError:
+            pass
+        return cur, peak
+
+    async def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        try:
+            await asyncio.wait_for(self.proc.wait(), 3)
+        except TimeoutError:
+            self.proc.kill()
+            await self.proc.wait()
+        self.reader.cancel()
+
+
+def ok(resp: Any) -> None:
+    if "error" in resp or resp.get("result", {}).get("isError"):
+        raise RuntimeError(f"call failed: {str(resp)[:300]}")
+
+
+# ----------------------------------------------------------------------------- scenarios
+
+
+async def cold_start(server: Server, runs: int) -> dict[str, float]:
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        c = await RawClient.start(server)
+        await c.initialize()
+        await c.request("tools/list")
+        times.append(time.perf_counter() - t0)
+        await c.close()
+    return {"cold_start_ms": statistics.median(times) * 1000}
+
+
+async def with_client(
+    server: Server, body: Callable[[RawClient], Awaitable[dict[str, float]]]
+) -> dict[str, float]:
+    c = await RawClient.start(server)
+    try:
+        await c.initialize()
+        return await body(c)
+    finally:
+        await c.close()
+
+
+async def sequential(c: RawClient, n: int) -> dict[str, float]:
+    for _ in range(50):  # warm-up
+        data, fut = c.call("echo", {"text": "hello"})
+        await c.write(data)
+        await fut
+    lat = []
+    for _ in range(n):
+        data, fut = c.call("echo", {"text": "hello"})
+        t0 = time.perf_counter()
+        await c.write(data)
+        ok(await fut)
+        lat.append(time.perf_counter() - t0)
+    lat.sort()
+    return {"seq_p50_ms": lat[len(lat) // 2] * 1000, "seq_p99_ms": lat[int(len(lat) * 0.99)] * 1000}
+
+
+async def pipelined(c: RawClient, n: int) -> dict[str, float]:
+    frames, futs = [], []
+    for i in range(n):
+        data, fut = c.call("echo", {"text": f"hello {i}"})
+        frames.append(data)
+        futs.append(fut)
+    t0 = time.perf_counter()
+    await c.write(b"".join(frames))
+    results = await asyncio.gather(*futs)
+    dt = time.perf_counter() - t0
+    for r in results[:5]:
+        ok(r)
+    return {"pipelined_per_s": n / dt}
+
+
+async def concurrent_sleeps(c: RawClient, n: int = 20, ms: int = 200) -> dict[str, float]:
+    frames, futs = [], []
+    for _ in range(n):
+        data, fut = c.call("sleep", {"ms": ms})
+        frames.append(data)
+        futs.append(fut)
+    t0 = time.perf_counter()
+    await c.write(b"".join(frames))
+    for r in await asyncio.gather(*futs):
+        ok(r)
+    return {"sleeps_20x200ms_ms": (time.perf_counter() - t0) * 1000}
+
+
+async def echo_under_blocking(c: RawClient, n_block: int, block_ms: int) -> dict[str, float]:
+    frames, futs = [], []
+    for _ in range(n_block):
+        data, fut = c.call("block", {"ms": block_ms})
+        frames.append(data)
+        futs.append(fut)
+    await c.write(b"".join(frames))
+    await asyncio.sleep(0.05)  # let the server start the blocking calls
+    lat = []
+    for _ in range(10):
+        data, fut = c.call("echo", {"text": "ping"})
+        t0 = time.perf_counter()
+        await c.write(data)
+        ok(await fut)
+        lat.append(time.perf_counter() - t0)
+    await asyncio.gather(*futs)
+    return {f"echo_with_{n_block}_blocking_ms": statistics.median(lat) * 1000}
+
+
+async def big_echo(c: RawClient, size: int = 5 * 1024 * 1024) -> dict[str, float]:
+    text = "x" * size
+    data, fut = c.call("echo", {"text": text})
+    t0 = time.perf_counter()
+    await c.write(data)
+    resp = await fut
+    dt = time.perf_counter() - t0
+    ok(resp)
+    assert resp["result"]["content"][0]["text"] == text
+    return {"echo_5MiB_ms": dt * 1000, "echo_5MiB_response_MiB": c.last_size / 1024 / 1024}
+
+
+async def memory(c: RawClient) -> dict[str, float]:
+    await c.request("tools/list")
+    idle, _ = c.rss()
+    frames, futs = [], []
+    for i in range(2000):
+        data, fut = c.call("echo", {"text": f"hello {i}"})
+        frames.append(data)
+        futs.append(fut)
+    await c.write(b"".join(frames))
+    await asyncio.gather(*futs)
+    await big_echo(c)
+    _, peak = c.rss()
+    return {"idle_rss_MiB": idle, "peak_rss_MiB": peak}
+
+
+async def bench_server(server: Server, quick: bool) -> dict[str, float]:
+    out: dict[str, float] = {}
+    out |= await cold_start(server, 3 if quick else 7)
+    out |= await with_client(server, lambda c: sequential(c, 300 if quick else 2000))
+    out |= await with_client(server, lambda c: pipelined(c, 5000))
+    out |= await with_client(server, concurrent_sleeps)
+    for n in (5, 39, 200):
+        out |= await with_client(server, lambda c, n=n: echo_under_blocking(c, n, 1000))
+    out |= await with_client(server, big_echo)
+    out |= await with_client(server, memory)
+    return out
+
+
+# ----------------------------------------------------------------------------- report
+
+ROWS: list[tuple[str, str, str]] = [
+    # key, label, better ("lower"/"higher")
+    ("cold_start_ms", "cold start to first tools/list (ms)", "lower"),
+    ("seq_p50_ms", "sequential echo p50 (ms)", "lower"),
+    ("seq_p99_ms", "sequential echo p99 (ms)", "lower"),
+    ("pipelined_per_s", "5000 pipelined echo calls (calls/s)", "higher"),
+    ("sleeps_20x200ms_ms", "20 concurrent 200 ms sleeps, wall (ms)", "lower"),
+    ("echo_with_5_blocking_ms", "echo p50 with 5 sync calls blocking (ms)", "lower"),
+    ("echo_with_39_blocking_ms", "echo p50 with 39 sync calls blocking (ms)", "lower"),
+    ("echo_with_200_blocking_ms", "echo p50 with 200 sync calls blocking (ms)", "lower"),
+    ("echo_5MiB_ms", "one 5 MiB echo round trip (ms)", "lower"),
+    ("echo_5MiB_response_MiB", "5 MiB echo: response size (MiB)", "lower"),
+    ("idle_rss_MiB", "idle RSS (MiB)", "lower"),
+    ("peak_rss_MiB", "peak RSS (MiB)", "lower"),
+]
+
+
+def machine() -> str:
+    cpu = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        from importlib.metadata import version
+
+        import mcp  # noqa: F401
+
+        sdk = version("mcp")
+    except Exception:
+        sdk = "?"
+    return (
+        f"{platform.system()} {platform.release()}, {os.cpu_count()} cores ({cpu}), "
+        f"Python {platform.python_version()}, mcp {sdk}"
+    )
+
+
+def table(results: dict[str, dict[str, float]]) -> str:
+    labels = list(results)
+    ref = "MCP SDK MCPServer"
+    head = (
+        "| measure | "
+        + " | ".join(labels)
+        + " | "
+        + " | ".join(
+            f"{lab.split(' ')[0]} {lab.split(' ', 1)[1] if ' ' in lab else ''} vs MCPServer".strip()
+            for lab in labels
+            if lab != ref
+        )
+        + " |"
+    )
+    sep = "|" + "---|" * (1 + len(labels) + len(labels) - 1)
+    lines = [head, sep]
+    for key, label, better in ROWS:
+        cells = []
+        for lab in labels:
+            v = results[lab].get(key)
+            cells.append("–" if v is None else (f"{v:,.0f}" if v >= 100 else f"{v:.2f}"))
+        ratios = []
+        for lab in labels:
+            if lab == ref:
+                continue
+            a, b = results[lab].get(key), results[ref].get(key)
+            if not a or not b:
+                ratios.append("–")
+            elif better == "higher":
+                ratios.append(f"{a / b:.1f}× more")
+            else:
+                ratios.append(f"{a / b:.2f}×")
+        lines.append(f"| {label} | " + " | ".join(cells) + " | " + " | ".join(ratios) + " |")
+    return "\n".join(lines)
+
+
+async def main_async(args: argparse.Namespace) -> None:
+    results: dict[str, dict[str, float]] = {}
+    for server in SERVERS:
+        print(f"benchmarking {server.label} ...", file=sys.stderr, flush=True)
+        results[server.label] = await bench_server(server, args.quick)
+    report = table(results)
+    print(report)
+    if args.out:
+        text = (
+            "# Benchmark results\n\n"
+            f"Machine: {machine()}.\n"
+            f"Run: `make bench` on {time.strftime('%Y-%m-%d')}; every figure from one run, "
+            "each server spawned fresh per scenario and driven by the same raw client.\n"
+            "Ratios: for times and sizes, toolwire ÷ MCPServer (lower is better); "
+            "for throughput, how many times more.\n\n" + report + "\n"
+        )
+        notes = HERE / "NOTES.md"
+        if notes.exists():
+            text += "\n" + notes.read_text()
+        Path(args.out).write_text(text)
+        print(f"wrote {args.out}", file=sys.stderr)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="fewer repetitions")
+    p.add_argument(
+        "--out", default=str(HERE / "RESULTS.md"), help="markdown report path ('' for none)"
+    )
+    args = p.parse_args()
+    subprocess.run([PY, "-c", "import toolwire.host, mcp"], check=True)  # warm bytecode caches
+    asyncio.run(main_async(args))
+
+
+if __name__ == "__main__":
+    main()
