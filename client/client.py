@@ -1,0 +1,775 @@
+"""The asynchronous client: spawn or connect to a toolwire host and call its tools.
+
+Usage::
+
+    async with Client.spawn(host_command(root="proj")) as c:
+        tools = await c.list_tools()
+        res = await c.call_tool("read", {"path": "app.py"}, on_progress=print, timeout=30)
+        print(res.call_id, res.is_error, res.text)
+
+The client is an MCP client (revision 2025-11-25) for the tool subset: the
+``initialize`` handshake and ``notifications/initialized`` on entry, ``tools/list``
+across all pages, ``tools/call`` with progress, cancellation and timeouts, and the
+host's log messages. It stands on :class:`toolwire.session.Session`, so every
+request runs concurrently with the others.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Literal
+
+import anyio
+import anyio.abc
+from anyio.abc import ByteReceiveStream, ByteSendStream
+from pydantic import ValidationError
+
+from toolwire import __version__
+from toolwire.errors import (
+    CONNECTION_CLOSED,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    REQUEST_TIMEOUT,
+    JsonRpcError,
+)
+from toolwire.framing import Framing
+from toolwire.messages import RequestId
+from toolwire.models import (
+    LATEST_PROTOCOL_VERSION,
+    SUPPORTED_PROTOCOL_VERSIONS,
+    CallToolResult,
+    ContentBlock,
+    Implementation,
+    InitializeResult,
+    ListToolsResult,
+    TextContent,
+    ToolDefinition,
+    dump,
+)
+from toolwire.session import RequestContext, Session
+
+__all__ = [
+    "MODEL_ERROR_CODES",
+    "CallTimeout",
+    "Client",
+    "LogMessage",
+    "Progress",
+    "ProgressCallback",
+    "StderrMode",
+    "ToolCallResult",
+    "host_command",
+]
+
+log = logging.getLogger("toolwire.client")
+
+StderrMode = Literal["inherit", "capture", "discard"]
+"""What happens to a spawned host's stderr: passed through to ours, kept in memory
+(:attr:`Client.stderr_output`), or dropped. It is never left as an unread pipe."""
+
+MODEL_ERROR_CODES: frozenset[int] = frozenset({INVALID_PARAMS})
+"""JSON-RPC error codes of ``tools/call`` that report the caller's (the model's) mistake:
+-32602, used for an unknown tool and for params that break the request schema (MCP
+2025-11-25, "Tools › Error Handling"). :meth:`Client.call_tool` turns them into error
+results unless asked to raise."""
+
+STDERR_CAPTURE_LIMIT = 1024 * 1024
+"""Bytes of a captured stderr kept in memory (the most recent ones), 1 MiB."""
+
+TERMINATE_GRACE = 2.0
+"""Seconds to wait after closing the host's stdin, and again after SIGTERM, before the
+next step (the MCP stdio shutdown sequence, as both official SDK clients do it)."""
+
+
+# --------------------------------------------------------------------------- data
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """One ``notifications/progress`` for a call (MCP 2025-11-25 "Progress").
+
+    Attributes:
+        progress: the progress so far; strictly increasing within one call.
+        total: the total, when the tool knows it.
+        message: a short human-readable status, when given.
+    """
+
+    progress: float
+    total: float | None = None
+    message: str | None = None
+
+
+ProgressCallback = Callable[[Progress], object]
+"""Called with each :class:`Progress` of a call, in order, inside the client's read loop:
+keep it quick and non-blocking (to do async work, push into a memory object stream).
+An exception it raises is logged and otherwise ignored, so a display bug never loses a
+tool's result."""
+
+
+@dataclass(frozen=True, slots=True)
+class LogMessage:
+    """One ``notifications/message`` from the host (MCP 2025-11-25 "Logging").
+
+    Attributes:
+        level: an RFC 5424 level name ("debug" … "emergency").
+        data: any JSON value.
+        logger: the logger's name (the host uses the tool's name), when given.
+    """
+
+    level: str
+    data: Any
+    logger: str | None = None
+
+
+class CallTimeout(JsonRpcError, TimeoutError):
+    """A ``tools/call`` got no response within its timeout.
+
+    Both a :class:`JsonRpcError` with code -32001 (what the official MCP SDKs raise)
+    and a builtin :class:`TimeoutError`, so either ``except`` catches it. Before it is
+    raised the client has sent ``notifications/cancelled`` for the call, so the host
+    interrupts the tool.
+
+    Attributes:
+        call_id: the JSON-RPC id of the abandoned ``tools/call`` request.
+        timeout: the limit that expired, in seconds.
+    """
+
+    def __init__(self, call_id: RequestId, name: str, timeout: float) -> None:
+        super().__init__(
+            REQUEST_TIMEOUT,
+            f'Call {call_id} to tool "{name}" timed out after {timeout:g} seconds',
+            {"callId": call_id, "name": name, "timeout": timeout},
+        )
+        self.call_id = call_id
+        self.timeout = timeout
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallResult:
+    """A ``tools/call`` result paired with the call's id.
+
+    Attributes:
+        call_id: the JSON-RPC id of the ``tools/call`` request (the host's ``ctx.call_id``).
+        name: the tool name that was called.
+        result: the typed MCP ``CallToolResult``.
+        protocol_error: set when the host answered with a JSON-RPC error that
+            :data:`MODEL_ERROR_CODES` turns into this error result (unknown tool,
+            malformed params); None for a normal result.
+    """
+
+    call_id: RequestId
+    name: str
+    result: CallToolResult
+    protocol_error: JsonRpcError | None = None
+
+    @property
+    def content(self) -> list[ContentBlock]:
+        """The content blocks the model reads."""
+        return self.result.content
+
+    @property
+    def is_error(self) -> bool:
+        """True for a tool error (including a protocol error turned into a result)."""
+        return self.result.is_error
+
+    @property
+    def structured_content(self) -> dict[str, Any] | None:
+        """``structuredContent``, when the tool declared an output schema."""
+        return self.result.structured_content
+
+    @property
+    def details(self) -> Any:
+        """Data for programs and UIs (``_meta["toolwire/details"]``), or None."""
+        return self.result.details
+
+    @property
+    def terminate(self) -> bool:
+        """True when the tool asked an agent loop to stop."""
+        return self.result.terminate
+
+    @property
+    def text(self) -> str:
+        """All text blocks joined by newlines."""
+        return self.result.text
+
+    def to_wire(self) -> dict[str, Any]:
+        """The result in its wire form (a JSON object shaped like MCP ``CallToolResult``)."""
+        return dump(self.result)
+
+    @classmethod
+    def from_protocol_error(
+        cls, call_id: RequestId, name: str, error: JsonRpcError
+    ) -> ToolCallResult:
+        """An error result whose text is ``error.message``."""
+        result = CallToolResult(content=[TextContent(text=error.message)], is_error=True)
+        return cls(call_id, name, result, error)
+
+
+def host_command(
+    *,
+    root: str | os.PathLike[str] | None = None,
+    tools: Sequence[str | os.PathLike[str]] = (),
+    builtins: bool = True,
+    extra_args: Sequence[str] = (),
+    python: str | os.PathLike[str] | None = None,
+) -> list[str]:
+    """The command line that runs a toolwire host with this interpreter.
+
+    Args:
+        root: ``--root``: the directory the tools act in (default: the host's cwd).
+        tools: ``--tools``: files or module names to load tools from.
+        builtins: False adds ``--no-builtins``.
+        extra_args: any further ``toolwire serve`` arguments, appended as given.
+        python: the interpreter (default: :data:`sys.executable`).
+
+    Returns:
+        ``[python, "-m", "toolwire.host", ...]``.
+    """
+    cmd = [os.fspath(python or sys.executable), "-m", "toolwire.host"]
+    if root is not None:
+        cmd += ["--root", os.fspath(root)]
+    if tools:
+        cmd += ["--tools", *(os.fspath(t) for t in tools)]
+    if not builtins:
+        cmd.append("--no-builtins")
+    cmd += list(extra_args)
+    return cmd
+
+
+# --------------------------------------------------------------------------- client
+
+
+@dataclass
+class _Spawn:
+    command: list[str]
+    cwd: str | None
+    env: dict[str, str] | None
+    stderr: StderrMode
+    terminate_grace: float
+
+
+class Client:
+    """An MCP tool client over a pair of byte streams or a spawned host process.
+
+    Build one with :meth:`spawn` or :meth:`connect` and enter it with ``async with``;
+    entering performs the handshake, leaving closes the connection (and ends a spawned
+    host: close its stdin, wait, SIGTERM, wait, SIGKILL).
+
+    Args (keyword-only, accepted by :meth:`spawn` and :meth:`connect`):
+        client_info: ``clientInfo`` sent in ``initialize``.
+        capabilities: client capabilities sent in ``initialize`` (default ``{}``).
+        framing: "ndjson" (MCP stdio) or "lsp" (Content-Length headers).
+        cancel_dialect: how calls are cancelled: "mcp" (``notifications/cancelled``) or
+            "lsp" (``$/cancelRequest``).
+        raise_on_protocol_error: default of :meth:`call_tool`'s option of that name.
+        call_timeout: default seconds per call; None waits for the host (which has its
+            own per-call limit).
+        init_timeout: seconds to wait for the ``initialize`` response.
+        log_level: when set, sent with ``logging/setLevel`` after the handshake.
+        on_log: called with each :class:`LogMessage` the host sends.
+        on_tools_changed: called (no arguments) on ``notifications/tools/list_changed``.
+    """
+
+    def __init__(
+        self,
+        receive: ByteReceiveStream | None = None,
+        send: ByteSendStream | None = None,
+        *,
+        client_info: Mapping[str, Any] | None = None,
+        capabilities: Mapping[str, Any] | None = None,
+        framing: Framing = "ndjson",
+        cancel_dialect: Literal["mcp", "lsp"] = "mcp",
+        raise_on_protocol_error: bool = False,
+        call_timeout: float | None = None,
+        init_timeout: float = 60.0,
+        log_level: str | None = None,
+        on_log: Callable[[LogMessage], object] | None = None,
+        on_tools_changed: Callable[[], object] | None = None,
+        _spawn: _Spawn | None = None,
+    ) -> None:
+        if (receive is None or send is None) and _spawn is None:
+            raise TypeError("Client needs receive and send streams; or use Client.spawn()")
+        self._receive = receive
+        self._send = send
+        self._spawn = _spawn
+        self.client_info: dict[str, Any] = dict(
+            client_info or {"name": "toolwire-client", "version": __version__}
+        )
+        self.capabilities: dict[str, Any] = dict(capabilities or {})
+        self.framing: Framing = framing
+        self.cancel_dialect: Literal["mcp", "lsp"] = cancel_dialect
+        self.raise_on_protocol_error = raise_on_protocol_error
+        self.call_timeout = call_timeout
+        self.init_timeout = init_timeout
+        self.log_level = log_level
+        self.on_log = on_log
+        self.on_tools_changed = on_tools_changed
+        self._session: Session | None = None
+        self._init: InitializeResult | None = None
+        self._progress: dict[RequestId, ProgressCallback] = {}
+        self._stack: AsyncExitStack | None = None
+        self._process: anyio.abc.Process | None = None
+        self._stderr_buf = bytearray()
+        self._stderr_done: anyio.Event | None = None
+        self.ended_by: Literal["eof", "sigterm", "sigkill"] | None = None
+        """How a spawned host ended on close: it exited after stdin EOF, after SIGTERM,
+        or was killed. None until the client closed (and for :meth:`connect`)."""
+
+    # ------------------------------------------------------------------ construction
+
+    @classmethod
+    def spawn(
+        cls,
+        command: Sequence[str | os.PathLike[str]] | None = None,
+        *,
+        cwd: str | os.PathLike[str] | None = None,
+        env: Mapping[str, str] | None = None,
+        stderr: StderrMode = "inherit",
+        terminate_grace: float = TERMINATE_GRACE,
+        **options: Any,
+    ) -> Client:
+        """A client that starts ``command`` and talks to it over its stdin/stdout.
+
+        Args:
+            command: argv of the host (default: :func:`host_command` with no options,
+                i.e. this interpreter's ``-m toolwire.host`` rooted at its cwd).
+            cwd: working directory of the process.
+            env: variables added to (overriding) the inherited environment.
+            stderr: "inherit" (default), "capture" or "discard"; see :data:`StderrMode`.
+            terminate_grace: seconds waited after closing stdin and again after
+                SIGTERM before escalating (default 2, the MCP stdio shutdown sequence).
+            options: the keyword options of :class:`Client`.
+
+        The host runs in its own session (process group), so a terminal's Ctrl-C
+        reaches only the client, which then ends the host in order. At the SIGKILL
+        step, and after the host ended in any way, the rest of its process group is
+        killed, so nothing it started outlives it (a process that left the group with
+        ``setsid`` is the host's own business; toolwire's host ends those itself).
+        """
+        argv = [os.fspath(a) for a in (command or host_command())]
+        full_env: dict[str, str] | None = None
+        if env is not None:
+            full_env = dict(os.environ)
+            full_env.update(env)
+        spec = _Spawn(argv, os.fspath(cwd) if cwd else None, full_env, stderr, terminate_grace)
+        return cls(_spawn=spec, **options)
+
+    @classmethod
+    def connect(cls, receive: ByteReceiveStream, send: ByteSendStream, **options: Any) -> Client:
+        """A client over existing byte streams (a socket, a process you started, ...).
+
+        Leaving the ``async with`` block closes ``send`` (the peer sees EOF); the
+        streams' owner closes ``receive``.
+        """
+        return cls(receive, send, **options)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def __aenter__(self) -> Client:
+        if self._stack is not None:
+            raise RuntimeError("this Client was already entered")
+        stack = AsyncExitStack()
+        self._stack = stack
+        await stack.__aenter__()
+        try:
+            await self._start(stack)
+        except BaseException:
+            await stack.__aexit__(None, None, None)
+            raise
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        stack = self._stack
+        if stack is None:
+            return None
+        # The body's exception is not passed in: the internal task groups would wrap it
+        # in an ExceptionGroup. Python re-raises it unchanged after this returns.
+        # Each exit step shields itself (a shield here would break the nesting of the
+        # task groups' own cancel scopes).
+        await stack.__aexit__(None, None, None)
+        return None
+
+    async def _start(self, stack: AsyncExitStack) -> None:
+        receive, send = self._receive, self._send
+        self._stderr_done = stderr_done = anyio.Event()
+        tg = await stack.enter_async_context(anyio.create_task_group())
+        if self._spawn is not None:
+            proc = await self._open_process(self._spawn)
+            stack.push_async_callback(self._close_process_streams, proc)
+            assert proc.stdout is not None and proc.stdin is not None
+            receive, send = proc.stdout, proc.stdin
+            if proc.stderr is not None:
+                tg.start_soon(self._drain_stderr, proc.stderr)
+            else:
+                stderr_done.set()
+            stack.push_async_callback(self._end_process, proc, tg)
+        assert receive is not None and send is not None
+        session = Session(
+            receive, send, framing=self.framing, cancel_dialect=self.cancel_dialect, name="client"
+        )
+        session.notification_handlers.update(
+            {
+                "notifications/progress": self._on_progress,
+                "notifications/message": self._on_message,
+                "notifications/tools/list_changed": self._on_list_changed,
+            }
+        )
+        session.request_handlers["ping"] = _answer_ping
+        self._session = session
+        await stack.enter_async_context(session.running())
+        await self._handshake(session)
+
+    async def _open_process(self, spec: _Spawn) -> anyio.abc.Process:
+        stderr: int | None
+        if spec.stderr == "inherit":
+            stderr = None
+        elif spec.stderr == "capture":
+            stderr = subprocess.PIPE
+        else:
+            stderr = subprocess.DEVNULL
+        proc = await anyio.open_process(
+            spec.command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            cwd=spec.cwd,
+            env=spec.env,
+            start_new_session=True,
+        )
+        self._process = proc
+        return proc
+
+    async def _drain_stderr(self, stream: ByteReceiveStream) -> None:
+        buf = self._stderr_buf
+        try:
+            async for chunk in stream:
+                buf += chunk
+                if len(buf) > STDERR_CAPTURE_LIMIT:
+                    del buf[: len(buf) - STDERR_CAPTURE_LIMIT]
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass
+        finally:
+            if self._stderr_done is not None:
+                self._stderr_done.set()
+
+    async def _end_process(self, proc: anyio.abc.Process, tg: anyio.abc.TaskGroup) -> None:
+        """Close stdin, wait, SIGTERM, wait, SIGKILL the process group (MCP stdio §shutdown)."""
+        with anyio.CancelScope(shield=True):
+            await self._end_process_steps(proc)
+        tg.cancel_scope.cancel()
+
+    async def _end_process_steps(self, proc: anyio.abc.Process) -> None:
+        grace = self._spawn.terminate_grace if self._spawn else TERMINATE_GRACE
+        if proc.stdin is not None:
+            with contextlib.suppress(Exception):
+                await proc.stdin.aclose()
+        if await _wait_exit(proc, grace):
+            self.ended_by = "eof"
+        else:
+            log.info("host %d still running %gs after EOF; sending SIGTERM", proc.pid, grace)
+            with contextlib.suppress(ProcessLookupError):
+                proc.terminate()
+            if await _wait_exit(proc, grace):
+                self.ended_by = "sigterm"
+            else:
+                log.warning("host %d ignored SIGTERM; killing its process group", proc.pid)
+                _kill_group(proc.pid)
+                with contextlib.suppress(ProcessLookupError):
+                    proc.kill()
+                await proc.wait()
+                self.ended_by = "sigkill"
+        # The host ran as the leader of its own process group: whatever it started and
+        # left behind in that group is an orphan now. Linux does not hand out a number
+        # still used as a process group id, so this reaches only those leftovers.
+        _kill_group(proc.pid)
+        # A grandchild may still hold the stderr pipe; do not wait on it for long.
+        if self._stderr_done is not None:
+            with anyio.move_on_after(1.0):
+                await self._stderr_done.wait()
+
+    async def _close_process_streams(self, proc: anyio.abc.Process) -> None:
+        with anyio.CancelScope(shield=True):
+            for stream in (proc.stdin, proc.stdout, proc.stderr):
+                if stream is not None:
+                    with contextlib.suppress(Exception):
+                        await stream.aclose()
+
+    async def _handshake(self, session: Session) -> None:
+        params = {
+            "protocolVersion": LATEST_PROTOCOL_VERSION,
+            "capabilities": self.capabilities,
+            "clientInfo": self.client_info,
+        }
+        try:
+            raw = await session.request("initialize", params, timeout=self.init_timeout)
+        except JsonRpcError as exc:
+            if exc.code == CONNECTION_CLOSED and self._process is not None:
+                code = None
+                with anyio.move_on_after(1.0):
+                    code = await self._process.wait()
+                detail = f" (exit code {code})" if code is not None else ""
+                tail = self.stderr_output.strip()[-2000:]
+                raise JsonRpcError(
+                    CONNECTION_CLOSED,
+                    f"the host closed the connection before answering initialize{detail}"
+                    + (f"; its stderr ends with:\n{tail}" if tail else ""),
+                    {"exitCode": code},
+                ) from None
+            raise
+        try:
+            init = InitializeResult.model_validate(raw)
+        except ValidationError as exc:
+            raise JsonRpcError(INTERNAL_ERROR, f"malformed initialize result: {exc}") from None
+        if init.protocol_version not in SUPPORTED_PROTOCOL_VERSIONS:
+            raise JsonRpcError(
+                INVALID_PARAMS,
+                f"the host chose protocol version {init.protocol_version!r}, "
+                f"which this client does not speak",
+                {"supported": list(SUPPORTED_PROTOCOL_VERSIONS)},
+            )
+        self._init = init
+        session.notify("notifications/initialized")
+        if self.log_level is not None:
+            await self.set_log_level(self.log_level)
+
+    # ------------------------------------------------------------------ properties
+
+    @property
+    def session(self) -> Session:
+        """The underlying JSON-RPC session (for methods this class does not wrap).
+
+        Raises:
+            RuntimeError: the client is not connected.
+        """
+        if self._session is None:
+            raise RuntimeError("the client is not connected; use 'async with'")
+        return self._session
+
+    @property
+    def initialize_result(self) -> InitializeResult:
+        """The host's ``initialize`` result."""
+        if self._init is None:
+            raise RuntimeError("the client is not connected; use 'async with'")
+        return self._init
+
+    @property
+    def server_info(self) -> Implementation:
+        """``serverInfo``: the host's name and version."""
+        return self.initialize_result.server_info
+
+    @property
+    def server_capabilities(self) -> dict[str, Any]:
+        """The host's ``capabilities``."""
+        return self.initialize_result.capabilities
+
+    @property
+    def instructions(self) -> str | None:
+        """The host's ``instructions`` (a hint for a system prompt), if any."""
+        return self.initialize_result.instructions
+
+    @property
+    def protocol_version(self) -> str:
+        """The negotiated MCP protocol version."""
+        return self.initialize_result.protocol_version
+
+    @property
+    def process(self) -> anyio.abc.Process | None:
+        """The spawned host process (None for :meth:`connect`)."""
+        return self._process
+
+    @property
+    def stderr_output(self) -> str:
+        """What a host spawned with ``stderr="capture"`` wrote so far (last 1 MiB)."""
+        return self._stderr_buf.decode("utf-8", "replace")
+
+    # ------------------------------------------------------------------ requests
+
+    async def ping(self, *, timeout: float | None = 10.0) -> None:
+        """Send ``ping`` and wait for ``{}``.
+
+        Raises:
+            JsonRpcError: -32001 on timeout, -32000 when the connection closed.
+        """
+        await self.session.request("ping", timeout=timeout)
+
+    async def set_log_level(self, level: str) -> None:
+        """Ask the host for ``notifications/message`` at or above ``level`` (RFC 5424 name).
+
+        Raises:
+            JsonRpcError: -32602 for an unknown level.
+        """
+        await self.session.request("logging/setLevel", {"level": level}, timeout=30.0)
+        self.log_level = level
+
+    async def list_tools(self, *, timeout: float | None = 60.0) -> list[ToolDefinition]:
+        """Every tool definition the host offers, following ``nextCursor`` to the end.
+
+        Args:
+            timeout: seconds per page.
+
+        Raises:
+            JsonRpcError: the host answered with an error, or sent the same cursor twice
+                (-32603), or a timeout (-32001).
+        """
+        session = self.session
+        tools: list[ToolDefinition] = []
+        cursor: str | None = None
+        seen: set[str] = set()
+        while True:
+            params = {"cursor": cursor} if cursor is not None else None
+            raw = await session.request("tools/list", params, timeout=timeout)
+            try:
+                page = ListToolsResult.model_validate(raw)
+            except ValidationError as exc:
+                raise JsonRpcError(INTERNAL_ERROR, f"malformed tools/list result: {exc}") from None
+            tools.extend(page.tools)
+            cursor = page.next_cursor
+            if cursor is None:
+                return tools
+            if cursor in seen:
+                raise JsonRpcError(INTERNAL_ERROR, f"tools/list repeated the cursor {cursor!r}")
+            seen.add(cursor)
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        on_progress: ProgressCallback | None = None,
+        timeout: float | None = None,
+        raise_on_protocol_error: bool | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> ToolCallResult:
+        """Call a tool and wait for its result.
+
+        Args:
+            name: the tool's name.
+            arguments: its arguments (a JSON object); None sends ``{}``.
+            on_progress: receives each :class:`Progress` of this call; giving it
+                attaches ``_meta.progressToken`` (the call id) to the request.
+            timeout: seconds to wait; None uses :attr:`call_timeout`.
+            raise_on_protocol_error: raise :class:`JsonRpcError` for the codes in
+                :data:`MODEL_ERROR_CODES` instead of returning an error result; None
+                uses the client's default.
+            meta: extra ``_meta`` members for the request.
+
+        Returns:
+            The result paired with the call id. A tool failure, invalid arguments and
+            (by default) an unknown tool all come back here with ``is_error`` True.
+
+        Raises:
+            CallTimeout: no response within ``timeout`` (``notifications/cancelled``
+                was sent first).
+            JsonRpcError: any other protocol error; -32000 when the connection closed.
+
+        Leaving an enclosing cancel scope while waiting sends the cancellation
+        notification too (the host interrupts the tool and sends nothing more).
+        """
+        session = self.session
+        # Session.request numbers requests from this counter without an await in
+        # between, so this is exactly the id the request will carry.
+        call_id: RequestId = session._next_id
+        params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
+        meta_out = dict(meta or {})
+        token: RequestId | None = None
+        if on_progress is not None:
+            token = meta_out.setdefault("progressToken", call_id)
+            self._progress[token] = on_progress
+        if meta_out:
+            params["_meta"] = meta_out
+        if timeout is None:
+            timeout = self.call_timeout
+        try:
+            raw = await session.request("tools/call", params, timeout=timeout)
+        except JsonRpcError as exc:
+            if exc.code == REQUEST_TIMEOUT and timeout is not None:
+                raise CallTimeout(call_id, name, timeout) from None
+            raise_it = self.raise_on_protocol_error
+            if raise_on_protocol_error is not None:
+                raise_it = raise_on_protocol_error
+            if exc.code in MODEL_ERROR_CODES and not raise_it:
+                return ToolCallResult.from_protocol_error(call_id, name, exc)
+            raise
+        finally:
+            if token is not None:
+                self._progress.pop(token, None)
+        try:
+            result = CallToolResult.model_validate(raw)
+        except ValidationError as exc:
+            raise JsonRpcError(INTERNAL_ERROR, f"malformed tools/call result: {exc}") from None
+        return ToolCallResult(call_id, name, result)
+
+    # ------------------------------------------------------------------ notifications
+
+    def _on_progress(self, params: Any) -> None:
+        if type(params) is not dict:
+            return
+        callback = self._progress.get(params.get("progressToken"))  # type: ignore[arg-type]
+        progress = params.get("progress")
+        if callback is None or not isinstance(progress, int | float):
+            return
+        total = params.get("total")
+        message = params.get("message")
+        item = Progress(
+            progress,
+            total if isinstance(total, int | float) else None,
+            message if isinstance(message, str) else None,
+        )
+        try:
+            callback(item)
+        except Exception:
+            log.exception("progress callback failed")
+
+    def _on_message(self, params: Any) -> None:
+        if self.on_log is None or type(params) is not dict:
+            return
+        logger = params.get("logger")
+        item = LogMessage(
+            str(params.get("level", "info")),
+            params.get("data"),
+            logger if isinstance(logger, str) else None,
+        )
+        try:
+            self.on_log(item)
+        except Exception:
+            log.exception("log callback failed")
+
+    def _on_list_changed(self, params: Any) -> None:
+        if self.on_tools_changed is None:
+            return
+        try:
+            self.on_tools_changed()
+        except Exception:
+            log.exception("tools-changed callback failed")
+
+
+async def _answer_ping(params: Any, ctx: RequestContext) -> dict[str, Any]:
+    """Host → client ``ping``: answer ``{}`` at once (MCP 2025-11-25 "Ping")."""
+    return {}
+
+
+def _kill_group(pgid: int) -> None:
+    """SIGKILL every process in process group ``pgid`` (nothing when it is empty)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+async def _wait_exit(proc: anyio.abc.Process, seconds: float) -> bool:
+    """Wait up to ``seconds`` for ``proc`` to exit; True when it did."""
+    with anyio.move_on_after(seconds):
+        await proc.wait()
+        return True
+    return False
