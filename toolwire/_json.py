@@ -8,6 +8,8 @@ NaN and Infinity are rejected both ways, as RFC 8259 §6 has no such numbers.
 from __future__ import annotations
 
 import json
+import math
+import re
 from typing import Any
 
 import orjson
@@ -22,32 +24,66 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"number {text} is out of range")
+    return value
+
+
+_LONG_DIGITS = re.compile(rb"[0-9]{19}")
+_LONG_DIGITS_STR = re.compile(r"[0-9]{19}")
+
+
+def _loads_stdlib(data: bytes | bytearray | memoryview | str) -> Any:
+    text = bytes(data).decode("utf-8") if not isinstance(data, str) else data
+    return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+
+
 def loads(data: bytes | bytearray | memoryview | str) -> Any:
     """Parse one JSON text (UTF-8 bytes or str).
+
+    Integers are exact at any size: orjson turns integers outside the 64-bit range
+    into floats, so a text holding a run of 19 or more digits is parsed by the
+    stdlib instead (a request id or argument of ``-9223372036854775809`` comes back
+    as that int). The stdlib also accepts lone surrogate escapes (``"\\ud800"``),
+    which orjson refuses. Numbers that overflow a double are refused.
 
     Raises:
         ValueError: the input is not valid UTF-8 or not a single strict JSON text.
     """
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        # orjson refuses integers outside 64 bits; the stdlib parser does not.
+    long_digits = (
+        _LONG_DIGITS_STR.search(data) if isinstance(data, str) else _LONG_DIGITS.search(data)
+    )
+    if long_digits is None:
         try:
-            text = bytes(data).decode("utf-8") if not isinstance(data, str) else data
-            return json.loads(text, parse_constant=_reject_constant)
-        except (ValueError, RecursionError):
-            raise ValueError(str(exc)) from None
+            return orjson.loads(data)
+        except orjson.JSONDecodeError as exc:
+            error: ValueError = exc
+    else:
+        error = ValueError("invalid JSON")
+    try:
+        return _loads_stdlib(data)
+    except (ValueError, RecursionError) as exc:
+        raise ValueError(str(error if long_digits is None else exc)) from None
 
 
 def dumps(obj: Any) -> bytes:
     """Serialise to compact UTF-8 JSON bytes with no raw newline characters.
 
+    orjson handles almost everything. The stdlib fallback covers integers beyond 64
+    bits and strings holding lone surrogates (which a peer can send as ``"\\ud800"``);
+    those are written as ``\\uXXXX`` escapes, so the output is always valid UTF-8.
+
     Raises:
         TypeError: the object holds something JSON cannot represent.
+        ValueError: a float that is NaN or infinite (RFC 8259 §6), or a cycle.
     """
     try:
         return orjson.dumps(obj)
     except TypeError:
-        return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode(
-            "utf-8"
-        )
+        text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        try:
+            return text.encode("utf-8")
+        except UnicodeEncodeError:
+            return json.dumps(obj, separators=(",", ":"), allow_nan=False).encode("ascii")
