@@ -274,20 +274,35 @@ class NdjsonDecoder:
         )
 
 
+_TOKEN = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+_DETECT_LIMIT = 256
+"""Bytes of a would-be header name examined before settling on ndjson."""
+
+
 def detect_framing(prefix: bytes) -> Framing | None:
     """Guess the framing from the first bytes a peer sent.
 
-    Leading whitespace is skipped. A first byte of ``{`` or ``[`` means ndjson; a
-    letter means an LSP header block. Returns None while only whitespace has arrived.
-    Anything else is treated as ndjson, so the garbage gets a -32700 reply.
+    Leading whitespace is skipped. The stream is ``lsp`` when it starts with a header
+    line, i.e. a name of letters, digits, ``-`` or ``_`` followed (after optional
+    blanks) by ``:``, as in ``Content-Length: 42``. Anything else is ``ndjson``: a
+    JSON text starts with ``{`` or ``[``, and garbage is then answered line by line
+    with -32700 instead of stalling an LSP decoder that waits for a header. Returns
+    None while the bytes seen so far could still begin either.
     """
     stripped = prefix.lstrip(b" \t\r\n")
     if not stripped:
         return None
-    first = stripped[:1]
-    if first.isalpha():
-        return "lsp"
-    return "ndjson"
+    n = len(stripped)
+    i = 0
+    while i < n and i < _DETECT_LIMIT and stripped[i] in _TOKEN:
+        i += 1
+    if i == 0 or i >= _DETECT_LIMIT:
+        return "ndjson"
+    while i < n and stripped[i] in b" \t":
+        i += 1
+    if i == n:
+        return None  # need more bytes to see what follows the name
+    return "lsp" if stripped[i] == 0x3A else "ndjson"
 
 
 def make_decoder(framing: Framing, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> Decoder:

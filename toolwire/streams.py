@@ -2,8 +2,9 @@
 
 Reading and writing happen on the event loop, never in a worker thread: pipes and
 sockets are switched to non-blocking mode and waited on with
-:func:`anyio.wait_readable` / :func:`anyio.wait_writable`. Regular files (a request
-file redirected to stdin, a log file as stdout) never block and are used directly.
+:func:`anyio.wait_readable` / :func:`anyio.wait_writable`. Regular files and
+character devices other than terminals (a request file redirected to stdin,
+``/dev/null``, a log file as stdout) never block and are used directly.
 Terminals are waited on but left in blocking mode, because a terminal's open file
 description is usually shared with stderr and the parent shell.
 """
@@ -24,12 +25,17 @@ READ_CHUNK = 256 * 1024
 
 
 def _kind(fd: int) -> str:
+    """ "pipe" (FIFO, socket), "tty" (a terminal) or "file" (anything that never blocks).
+
+    Character devices other than terminals (``/dev/null``, ``/dev/zero``) count as
+    files: epoll refuses them, and reading or writing them never blocks.
+    """
     mode = os.fstat(fd).st_mode
     if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
         return "pipe"
-    if stat.S_ISREG(mode) or stat.S_ISBLK(mode):
-        return "file"
-    return "tty"
+    if stat.S_ISCHR(mode) and os.isatty(fd):
+        return "tty"
+    return "file"
 
 
 class FdReceiveStream(ByteReceiveStream):
