@@ -10,10 +10,12 @@ stderr, never in the protocol stream.
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import os
 import signal
 import sys
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +37,10 @@ from .server import HostServer
 __all__ = ["HostConfig", "build_parser", "main", "run_host", "take_over_stdio"]
 
 log = logging.getLogger("toolwire.host")
+
+EXIT_GRACE = 0.7
+"""Seconds ``toolwire serve`` waits for handlers to end after EOF, ``exit`` or SIGTERM
+before it ends every descendant and exits regardless (the issue asks for exit within 1 s)."""
 
 
 @dataclass
@@ -171,9 +177,21 @@ def describe(config: HostConfig, env: ExecEnv) -> str:
 
 
 async def run_host(
-    config: HostConfig, read_fd: int, write_fd: int, registry: Registry | None = None
+    config: HostConfig,
+    read_fd: int,
+    write_fd: int,
+    registry: Registry | None = None,
+    *,
+    exit_grace: float | None = None,
 ) -> int:
     """Serve one connection on the given descriptors until EOF, ``exit`` or SIGTERM.
+
+    Args:
+        exit_grace: when set (``main`` does), seconds the process is given to wind
+            down once the connection starts closing; a handler that shields itself
+            from cancellation cannot hold the process longer: a watchdog thread then
+            ends every descendant process and calls ``os._exit``. Leave it None when
+            embedding the host in a process of your own.
 
     Returns:
         The process exit code: 0, or 1 for an LSP ``exit`` without ``shutdown``.
@@ -207,7 +225,22 @@ async def run_host(
                     session.close()
                     return
 
+        async def arm_watchdog(grace: float) -> None:
+            await session.wait_closing()
+
+            def hard_exit() -> None:
+                log.warning("handlers still running %.2gs after close; exiting now", grace)
+                kill_descendants()
+                logging.shutdown()
+                os._exit(server.exit_code if server.exit_code is not None else 0)
+
+            timer = threading.Timer(grace, hard_exit)
+            timer.daemon = True
+            timer.start()
+
         tg.start_soon(watch_signals)
+        if exit_grace is not None:
+            tg.start_soon(arm_watchdog, exit_grace)
         await session.serve()
         tg.cancel_scope.cancel()
     return server.exit_code if server.exit_code is not None else 0
@@ -229,7 +262,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         if not config.root.is_dir():
             raise SystemExit(f"toolwire serve: --root {config.root} is not a directory")
         registry = build_registry(config)
-        code = anyio.run(run_host, config, read_fd, write_fd, registry, backend="asyncio")
+        code = anyio.run(
+            functools.partial(run_host, exit_grace=EXIT_GRACE),
+            config,
+            read_fd,
+            write_fd,
+            registry,
+            backend="asyncio",
+        )
     except SystemExit as exc:
         if isinstance(exc.code, str):
             print(exc.code, file=sys.stderr)

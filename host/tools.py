@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import inspect
 import re
+import sys
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Annotated, Any, get_args, get_origin, get_type_hints
+from typing import Annotated, Any, TypeVar, get_args, get_origin, get_type_hints, overload
 
 import jsonschema
+import typing_extensions
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
@@ -207,6 +209,28 @@ class Tool:
 # ---------------------------------------------------------------------------- decorator
 
 
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+@overload
+def tool(fn: _F) -> _F: ...
+
+
+@overload
+def tool(
+    fn: None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    title: str | None = None,
+    annotations: ToolAnnotations | Mapping[str, Any] | None = None,
+    timeout: float | None = None,
+    input_schema: dict[str, Any] | None = None,
+    mutates: tuple[str, ...] | list[str] = (),
+    execution_mode: str = "parallel",
+) -> Callable[[_F], _F]: ...
+
+
 def tool(
     fn: Callable[..., Any] | None = None,
     *,
@@ -357,7 +381,12 @@ def build_tool(fn: Callable[..., Any]) -> Tool:
             ) from exc
         validator = _ModelArgs(model, None)
 
-    output_schema, output_adapter = _output_schema(hints.get("return"))
+    try:
+        output_schema, output_adapter = _output_schema(hints.get("return"))
+    except Exception as exc:
+        raise ToolDefinitionError(
+            f"Tool {name!r}: return annotation has no JSON Schema: {exc}"
+        ) from exc
     annotations = opts.get("annotations")
     if annotations is not None and not isinstance(annotations, ToolAnnotations):
         annotations = ToolAnnotations.model_validate(dict(annotations))
@@ -393,9 +422,29 @@ def _is_typeddict(ann: Any) -> bool:
     return isinstance(ann, type) and typing.is_typeddict(ann)
 
 
+def _portable_typeddict(td: Any) -> Any:
+    """``td`` rebuilt as a ``typing_extensions.TypedDict``.
+
+    pydantic refuses ``typing.TypedDict`` classes before Python 3.12; the rebuilt
+    class has the same name, docstring, keys, types and required/optional split.
+    """
+    if sys.version_info >= (3, 12) or td.__module__ == "typing_extensions":
+        return td
+    hints = get_type_hints(td, include_extras=True)
+    required = getattr(td, "__required_keys__", frozenset(hints))
+    fields = {
+        k: (v if k in required else typing_extensions.NotRequired[v]) for k, v in hints.items()
+    }
+    rebuilt = typing_extensions.TypedDict(td.__name__, fields)  # type: ignore[misc]
+    rebuilt.__doc__ = td.__doc__
+    return rebuilt
+
+
 def _output_schema(ret: Any) -> tuple[dict[str, Any] | None, TypeAdapter[Any] | None]:
     if ret is None or not (_is_model(ret) or _is_typeddict(ret)):
         return None, None
+    if _is_typeddict(ret):
+        ret = _portable_typeddict(ret)
     adapter: TypeAdapter[Any] = TypeAdapter(ret)
     schema = _clean_schema(adapter.json_schema())
     if schema.get("type") != "object":

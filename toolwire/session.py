@@ -159,18 +159,23 @@ class RequestContext:
 
 
 class _Batch:
-    """Collects the responses of one JSON-RPC batch until all its requests finish."""
+    """Collects the encoded responses of one JSON-RPC batch until all its requests finish.
 
-    __slots__ = ("outstanding", "replies", "session")
+    JSON-RPC 2.0 §6: the reply to a batch is one array holding a response for every
+    request (and every invalid member) in any order; notifications get none, and a
+    batch of notifications only gets no reply at all.
+    """
+
+    __slots__ = ("bodies", "outstanding", "session")
 
     def __init__(self, session: Session) -> None:
         self.session = session
         self.outstanding = 0
-        self.replies: list[dict[str, Any]] = []
+        self.bodies: list[bytes] = []
 
     def add(self, reply: dict[str, Any] | None) -> None:
         if reply is not None:
-            self.replies.append(reply)
+            self.bodies.append(self.session._encode_reply(reply))
 
     def finish_one(self, reply: dict[str, Any] | None) -> None:
         self.add(reply)
@@ -178,9 +183,9 @@ class _Batch:
         self.flush_if_done()
 
     def flush_if_done(self) -> None:
-        if self.outstanding == 0 and self.replies:
-            replies, self.replies = self.replies, []
-            self.session._send_obj(replies)
+        if self.outstanding == 0 and self.bodies:
+            bodies, self.bodies = self.bodies, []
+            self.session._send_body(b"[" + b",".join(bodies) + b"]")
 
 
 class _Pending:
@@ -239,6 +244,7 @@ class Session:
         self._out_event = anyio.Event()
         self._closing = False
         self._closed = anyio.Event()
+        self._closing_event = anyio.Event()
         self._write_failed = False
         self._writer_done = anyio.Event()
         self.flush_timeout = 1.0
@@ -260,14 +266,34 @@ class Session:
     # ----------------------------------------------------------------- output
 
     def _send_obj(self, obj: Any) -> None:
-        body = _json.dumps(obj)
+        """Queue one message. Raises TypeError/ValueError when it is not JSON-serialisable."""
+        self._send_body(_json.dumps(obj))
+
+    def _send_body(self, body: bytes) -> None:
         if self._framing == "lsp":
             self._out.append(b"Content-Length: %d\r\n\r\n" % len(body))
-            self._out.append(body)
-        else:
-            self._out.append(body)
+        self._out.append(body)
+        if self._framing != "lsp":
             self._out.append(b"\n")
         self._out_event.set()
+
+    def _encode_reply(self, reply: dict[str, Any]) -> bytes:
+        """Encode a response; a result JSON cannot hold becomes -32603 (traceback to the log)."""
+        try:
+            return _json.dumps(reply)
+        except (TypeError, ValueError):
+            log.exception(
+                "%s: the result for request %r is not JSON-serialisable", self.name, reply.get("id")
+            )
+            return _json.dumps(
+                error_response(
+                    reply.get("id"),
+                    JsonRpcError(INTERNAL_ERROR, "Internal error: the result is not valid JSON"),
+                )
+            )
+
+    def _send_reply(self, reply: dict[str, Any]) -> None:
+        self._send_body(self._encode_reply(reply))
 
     def notify(self, method: str, params: Any = None) -> None:
         """Queue a notification for the peer. Never blocks; frames keep their order."""
@@ -378,6 +404,7 @@ class Session:
         if self._closing:
             return
         self._closing = True
+        self._closing_event.set()
         if self._read_scope is not None:
             self._read_scope.cancel()
         if self._requests_tg is not None:
@@ -404,7 +431,7 @@ class Session:
                             if not self._closing:
                                 await self._read_loop(tg)
                         # EOF or close(): interrupt whatever is still running.
-                        tg.cancel_scope.cancel()
+                        self.close()
                 finally:
                     self.close()
                     # Flush what is queued, but never wait forever on a peer that
@@ -431,6 +458,15 @@ class Session:
                     await self._closed.wait()
                     with contextlib.suppress(Exception):
                         await self._send.aclose()
+
+    @property
+    def closing(self) -> bool:
+        """True once the session started closing (peer EOF, :meth:`close`, write failure)."""
+        return self._closing
+
+    async def wait_closing(self) -> None:
+        """Wait until the session starts closing (see :attr:`closing`)."""
+        await self._closing_event.wait()
 
     async def wait_closed(self) -> None:
         """Wait until :meth:`serve` has returned."""
@@ -508,13 +544,13 @@ class Session:
             if batch is not None:
                 batch.add(reply)
             else:
-                self._send_obj(reply)
+                self._send_reply(reply)
 
     def _reply(self, batch: _Batch | None, reply: dict[str, Any] | None) -> None:
         if batch is not None:
             batch.finish_one(reply)
         elif reply is not None:
-            self._send_obj(reply)
+            self._send_reply(reply)
 
     def _dispatch_request(self, req: Request, tg: TaskGroup, batch: _Batch | None) -> None:
         if batch is not None:
@@ -578,14 +614,15 @@ class Session:
                 reply = None  # MCP: nothing more is sent for a cancelled request
         finally:
             ctx._done = True
-            self._in_flight.pop(ctx.id, None)
+            if self._in_flight.get(ctx.id) is ctx:
+                del self._in_flight[ctx.id]
             if ctx._batch is not None:
                 ctx._batch.outstanding -= 1
         if ctx._batch is not None:
             ctx._batch.add(reply)
             ctx._batch.flush_if_done()
         elif reply is not None:
-            self._send_obj(reply)
+            self._send_reply(reply)
 
     def _dispatch_notification(self, note: Notification) -> None:
         method = note.method
@@ -597,6 +634,8 @@ class Session:
                 if target is not None and target.method != "initialize":
                     log.debug("%s: request %r cancelled (mcp)", self.name, target.id)
                     target.cancel("mcp")
+                    # Nothing more is sent for it, so its id is free at once.
+                    del self._in_flight[target.id]
             return
         if method == "$/cancelRequest":
             if type(params) is dict:

@@ -1,0 +1,53 @@
+"""Helpers shared by the end-to-end tests (tests/test_e2e_*.py): spawning and waiting."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from tests.hostproc import TOOLS_DIR, HostProcess
+
+WIRE_TOOLS = str(TOOLS_DIR / "wire_tools.py")
+FRAMINGS = ("ndjson", "lsp")
+
+
+def wait_until(cond: Callable[[], Any], timeout: float = 10.0, what: str = "condition") -> Any:
+    """Poll ``cond`` until it returns a truthy value; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = cond()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.01)
+
+
+@contextmanager
+def wire_host(
+    tmp_path: Path, framing: str = "ndjson", args: Sequence[str] = (), initialize: bool = True
+) -> Iterator[HostProcess]:
+    """A host serving tests/tools/wire_tools.py only, rooted in ``tmp_path``."""
+    with HostProcess(
+        [
+            "--root",
+            str(tmp_path),
+            "--no-builtins",
+            "--no-entry-points",
+            "--tools",
+            WIRE_TOOLS,
+            *args,
+        ],
+        framing=framing,
+    ) as h:
+        if initialize:
+            assert "result" in h.initialize()
+        yield h
+
+
+def text_of(resp: dict[str, Any]) -> str:
+    """The joined text blocks of a tools/call response."""
+    return "\n".join(b["text"] for b in resp["result"]["content"] if b["type"] == "text")
