@@ -1,0 +1,275 @@
+"""The ``toolwire`` command line: serve, list, call, demo.
+
+``toolwire serve`` runs the host on stdio (its arguments go to
+:func:`toolwire.host.serve.main`, imported only then). ``list`` and ``call`` spawn a
+host (or any MCP stdio server given with ``--server``), talk to it through
+:class:`~toolwire.client.Client` and end it. ``demo`` runs the recorded coding
+session of :mod:`toolwire.client.demo`.
+
+Exit codes of ``call``: 0 for a result, 1 for an error result (``isError``, an
+unknown tool, invalid arguments), 2 for a usage error, 3 when the host could not be
+started or did not answer (including ``--timeout``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from toolwire.errors import JsonRpcError
+from toolwire.models import dump
+
+__all__ = ["build_parser", "main", "parse_call_arguments"]
+
+EXIT_OK = 0
+EXIT_ERROR_RESULT = 1
+EXIT_USAGE = 2
+EXIT_HOST_FAILED = 3
+
+CALL_EPILOG = """\
+arguments:
+  Give the tool's arguments as k=v pairs, as one JSON object, or both (pairs win):
+    toolwire call read path=app.py offset=10
+    toolwire call grep '{"pattern": "TODO", "ignoreCase": true}'
+    toolwire call bash --args-json '{"command": "ls"}' timeout=5
+  A value is parsed as JSON when it parses (n=3 is a number, flag=true a boolean,
+  tags='["a","b"]' a list) and kept as a string otherwise; quote it as JSON to force a
+  string: n='"3"'.
+
+output:
+  The result's text goes to stdout; progress and a summary of 'details' go to stderr.
+  --json prints the whole result (an MCP CallToolResult object) to stdout instead.
+  (--json is the output switch; the arguments' JSON goes in --args-json or positionally.)
+
+exit codes:
+  0 result, 1 error result (isError, unknown tool, invalid arguments),
+  2 usage error, 3 host failed to start or did not answer (--timeout expired)
+"""
+
+
+class UsageError(Exception):
+    """A malformed command line argument (exit code 2)."""
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+def parse_call_arguments(items: Sequence[str], args_json: str | None) -> dict[str, Any]:
+    """Build a call's arguments from ``k=v`` items and JSON objects.
+
+    Args:
+        items: ``k=v`` strings, or JSON objects (an item starting with ``{``).
+        args_json: a JSON object given with ``--args-json``, or None.
+
+    Returns:
+        The merged arguments: ``args_json`` first, then positional objects, then
+        ``k=v`` pairs (later wins). A value is JSON-parsed when it parses, else kept as
+        a string.
+
+    Raises:
+        UsageError: an item is neither ``k=v`` nor a JSON object.
+    """
+    out: dict[str, Any] = {}
+    objects = ([args_json] if args_json is not None else []) + [
+        i for i in items if i.lstrip().startswith("{")
+    ]
+    for raw in objects:
+        try:
+            value = json.loads(raw)
+        except ValueError as exc:
+            raise UsageError(f"the arguments are not valid JSON: {exc}") from None
+        if not isinstance(value, dict):
+            raise UsageError("the arguments' JSON must be an object {...}")
+        out.update(value)
+    for item in items:
+        if item.lstrip().startswith("{"):
+            continue
+        key, sep, text = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"expected key=value or a JSON object, got {item!r}")
+        try:
+            out[key] = json.loads(text)
+        except ValueError:
+            out[key] = text
+    return out
+
+
+def _add_host_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("host")
+    g.add_argument("--root", type=Path, help="directory the tools act in (default: cwd)")
+    g.add_argument(
+        "--tools",
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="FILE.py|MODULE",
+        help="also load every @tool from these files or modules",
+    )
+    g.add_argument("--no-builtins", action="store_true", help="do not offer the built-in tools")
+    g.add_argument(
+        "--server",
+        metavar="COMMAND",
+        help="talk to this MCP stdio server command instead of a toolwire host "
+        "(--root/--tools/--no-builtins are then ignored)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``toolwire`` (``serve`` is forwarded before parsing)."""
+    p = argparse.ArgumentParser(
+        prog="toolwire",
+        description="toolwire: a JSON-RPC tool host (MCP tool subset) and its client.",
+    )
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    sub.add_parser(
+        "serve",
+        help="run the host on stdin/stdout (see 'toolwire serve --help')",
+        add_help=False,
+    )
+
+    lp = sub.add_parser("list", help="list the tools a host offers")
+    _add_host_options(lp)
+    lp.add_argument("--json", action="store_true", help='print {"tools": [...]} as JSON')
+
+    cp = sub.add_parser(
+        "call",
+        help="call one tool and print its result",
+        epilog=CALL_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    cp.add_argument("name", help="the tool's name")
+    cp.add_argument("arguments", nargs="*", metavar="k=v|JSON", help="the tool's arguments")
+    cp.add_argument(
+        "--args-json",
+        metavar="JSON",
+        help="the arguments as one JSON object (k=v pairs are merged on top)",
+    )
+    cp.add_argument(
+        "--json", action="store_true", help="print the whole result as JSON (for scripts)"
+    )
+    cp.add_argument(
+        "--timeout", type=float, default=None, metavar="S", help="give up after S seconds"
+    )
+    _add_host_options(cp)
+
+    dp = sub.add_parser("demo", help="watch a recorded coding session fix a bug through the host")
+    dp.add_argument("--keep", action="store_true", help="keep the project copy and print its path")
+    dp.add_argument("--fast", action="store_true", help="no pauses between steps")
+    dp.add_argument(
+        "--project", type=Path, help="the project to copy (default: the shipped invoice example)"
+    )
+    dp.add_argument("--plan", type=Path, help="the session plan JSON (default: the example's)")
+    dp.add_argument(
+        "--tools",
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="FILE.py|MODULE",
+        help="also load these tools into the demo's host",
+    )
+    return p
+
+
+# --------------------------------------------------------------------------- commands
+
+
+def _spawn_command(ns: argparse.Namespace) -> list[str]:
+    from .client import host_command
+
+    if ns.server:
+        return shlex.split(ns.server)
+    return host_command(root=ns.root, tools=ns.tools, builtins=not ns.no_builtins)
+
+
+def _err_console() -> Any:
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False)
+
+
+async def _list(ns: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from .client import Client
+    from .render import tools_table
+
+    async with Client.spawn(_spawn_command(ns)) as c:
+        tools = await c.list_tools()
+    if ns.json:
+        json.dump({"tools": [dump(t) for t in tools]}, sys.stdout, indent=2, ensure_ascii=False)
+        sys.stdout.write("\n")
+    else:
+        Console(highlight=False).print(tools_table(tools))
+    return EXIT_OK
+
+
+async def _call(ns: argparse.Namespace, arguments: dict[str, Any]) -> int:
+    from .client import CallTimeout, Client
+    from .render import ProgressPrinter, content_text, summarize
+
+    err = _err_console()
+    async with Client.spawn(_spawn_command(ns)) as c:
+        printer = ProgressPrinter(err, f"{ns.name} …")
+        try:
+            with printer.showing():
+                res = await c.call_tool(ns.name, arguments, on_progress=printer, timeout=ns.timeout)
+        except CallTimeout as exc:
+            err.print(f"[red]toolwire call:[/red] {exc.message}", markup=True)
+            return EXIT_HOST_FAILED
+    if ns.json:
+        out = res.to_wire()
+        json.dump(out, sys.stdout, indent=2, ensure_ascii=False)
+        sys.stdout.write("\n")
+    else:
+        text = content_text(res)
+        if text:
+            sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        if res.details is not None:
+            err.print(f"details: {summarize(res.details, 400)}", style="dim", markup=False)
+    sys.stdout.flush()
+    if res.is_error:
+        err.print(f"[red]error result[/red] from {ns.name} (call {res.call_id})")
+        return EXIT_ERROR_RESULT
+    return EXIT_OK
+
+
+def _run_async(func: Any, *args: Any) -> int:
+    code: int = anyio.run(func, *args, backend="asyncio")
+    return code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``toolwire`` command line; returns the exit code (``serve`` never returns)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] == "serve":
+        from toolwire.host.serve import main as serve_main
+
+        serve_main(args[1:])
+        return EXIT_OK  # pragma: no cover - serve_main exits the process
+    ns = build_parser().parse_args(args)
+    try:
+        if ns.command == "list":
+            return _run_async(_list, ns)
+        if ns.command == "call":
+            arguments = parse_call_arguments(ns.arguments, ns.args_json)
+            return _run_async(_call, ns, arguments)
+        if ns.command == "demo":
+            from .demo import run_demo_cli
+
+            return run_demo_cli(ns)
+    except UsageError as exc:
+        print(f"toolwire {ns.command}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except (JsonRpcError, OSError) as exc:
+        print(f"toolwire {ns.command}: {exc}", file=sys.stderr)
+        return EXIT_HOST_FAILED
+    except KeyboardInterrupt:
+        return 130
+    return EXIT_USAGE  # pragma: no cover - argparse requires a command

@@ -1,0 +1,205 @@
+"""Terminal rendering shared by the CLI and the demo (rich).
+
+Everything here is presentation: it never changes what a call does.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from toolwire.models import (
+    AudioContent,
+    EmbeddedResource,
+    ImageContent,
+    ResourceLink,
+    TextContent,
+    ToolDefinition,
+)
+
+from .client import Progress, ToolCallResult
+
+__all__ = [
+    "ProgressPrinter",
+    "clip",
+    "content_text",
+    "parameters_summary",
+    "result_panel",
+    "summarize",
+    "tools_table",
+]
+
+
+def clip(text: str, *, head: int = 15, tail: int = 25, max_line: int = 200) -> str:
+    """Shorten ``text`` for display: the first ``head`` and last ``tail`` lines, long
+    lines cut at ``max_line`` characters, with a marker saying how much was left out."""
+    lines = text.splitlines()
+    lines = [
+        ln if len(ln) <= max_line else ln[:max_line] + f"… (+{len(ln) - max_line} chars)"
+        for ln in lines
+    ]
+    if len(lines) > head + tail + 1:
+        skipped = len(lines) - head - tail
+        lines = [*lines[:head], f"… {skipped} lines not shown …", *lines[-tail:]]
+    return "\n".join(lines)
+
+
+def summarize(value: Any, limit: int = 160) -> str:
+    """A one-line summary of a JSON value: ``k=v, ...`` for an object, else compact JSON,
+    cut at ``limit`` characters."""
+    if isinstance(value, dict):
+        parts = []
+        for k, v in value.items():
+            s = json.dumps(v, ensure_ascii=False) if not isinstance(v, str) else v
+            if len(s) > 40:
+                s = s[:37] + "…"
+            parts.append(f"{k}={s}")
+        text = ", ".join(parts)
+    else:
+        try:
+            text = json.dumps(value, ensure_ascii=False)
+        except (TypeError, ValueError):
+            text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def content_text(res: ToolCallResult) -> str:
+    """The result as text: text blocks as they are, other blocks as a one-line marker;
+    ``structuredContent`` as JSON when there is no text at all."""
+    out: list[str] = []
+    for block in res.content:
+        if isinstance(block, TextContent):
+            out.append(block.text)
+        elif isinstance(block, ImageContent | AudioContent):
+            size = len(block.data) * 3 // 4
+            out.append(f"[{block.type} {block.mime_type}, about {size} bytes]")
+        elif isinstance(block, ResourceLink):
+            out.append(f"[resource link {block.uri}]")
+        elif isinstance(block, EmbeddedResource):
+            text = getattr(block.resource, "text", None)
+            out.append(text if isinstance(text, str) else f"[resource {block.resource.uri}]")
+    if not out and res.structured_content is not None:
+        out.append(json.dumps(res.structured_content, indent=2, ensure_ascii=False))
+    return "\n".join(out)
+
+
+def parameters_summary(tool: ToolDefinition) -> str:
+    """``name*, other`` from a tool's input schema (``*`` marks required parameters)."""
+    props = tool.input_schema.get("properties")
+    if not isinstance(props, dict):
+        return ""
+    required = tool.input_schema.get("required")
+    req = set(required) if isinstance(required, list) else set()
+    return ", ".join(f"{p}*" if p in req else str(p) for p in props)
+
+
+def tools_table(tools: list[ToolDefinition]) -> Table:
+    """A table of tool definitions: name, parameters, first line of the description."""
+    table = Table(show_header=True, header_style="bold", expand=False)
+    table.add_column("tool", style="cyan", no_wrap=True)
+    table.add_column("parameters (* required)")
+    table.add_column("description")
+    for t in tools:
+        desc = (t.description or "").strip().splitlines()
+        table.add_row(t.name, parameters_summary(t), desc[0] if desc else "")
+    return table
+
+
+def result_panel(res: ToolCallResult, *, title: str | None = None) -> Panel:
+    """A panel with a call's (clipped) text and a line summarising ``details``."""
+    body = Text(clip(content_text(res)) or "(no content)")
+    if res.details is not None:
+        body.append("\n")
+        body.append(f"details: {summarize(res.details)}", style="dim")
+    status = "[red]error[/red]" if res.is_error else "[green]ok[/green]"
+    return Panel(
+        body,
+        title=title or f"result of {escape(res.name)} (call {res.call_id})",
+        subtitle=status,
+        border_style="red" if res.is_error else "green",
+        title_align="left",
+        subtitle_align="right",
+    )
+
+
+class ProgressPrinter:
+    """Shows a call's progress: a live bar on a terminal, otherwise one line per update
+    (at most ``max_lines`` lines, then a count of the rest).
+
+    Use :meth:`showing` around the call and pass :meth:`__call__` as ``on_progress``.
+    """
+
+    def __init__(self, console: Console, label: str, *, max_lines: int = 8) -> None:
+        self.console = console
+        self.label = label
+        self.max_lines = max_lines
+        self.count = 0
+        self.last: Progress | None = None
+        self._bar: Any = None
+        self._task: Any = None
+
+    @contextmanager
+    def showing(self) -> Iterator[ProgressPrinter]:
+        """Display progress for the duration of the block (a transient bar on a terminal)."""
+        if not self.console.is_terminal:
+            try:
+                yield self
+            finally:
+                if self.count > self.max_lines:
+                    self.console.print(
+                        f"  [dim]… {self.count - self.max_lines} more progress updates[/dim]"
+                    )
+            return
+        from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn
+
+        with Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TextColumn("{task.fields[status]}"),
+            console=self.console,
+            transient=True,
+        ) as bar:
+            self._bar = bar
+            self._task = bar.add_task(self.label, total=None, status="")
+            try:
+                yield self
+            finally:
+                self._bar = None
+        if self.count:
+            last = self.last
+            status = _progress_status(last) if last is not None else ""
+            self.console.print(f"  [dim]progress: {self.count} updates, last {status}[/dim]")
+
+    def __call__(self, p: Progress) -> None:
+        self.count += 1
+        self.last = p
+        if self._bar is not None:
+            self._bar.update(
+                self._task,
+                completed=p.progress,
+                total=p.total,
+                status=escape(_progress_status(p)),
+            )
+        elif self.count <= self.max_lines:
+            self.console.print(
+                f"  [dim]progress {escape(_progress_status(p))}[/dim]",
+                no_wrap=True,
+                overflow="ellipsis",
+            )
+
+
+def _progress_status(p: Progress) -> str:
+    amount = f"{p.progress:g}" + (f"/{p.total:g}" if p.total is not None else "")
+    msg = p.message or ""
+    if len(msg) > 70:
+        msg = msg[:69] + "…"
+    return f"{amount} {msg}".strip()

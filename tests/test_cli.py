@@ -1,0 +1,193 @@
+"""The ``toolwire`` command line, run as a subprocess (the installed console script)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from toolwire.client.cli import UsageError, parse_call_arguments
+
+from tests.hostproc import TOOLS_DIR
+
+TOOLWIRE = str(Path(sys.executable).parent / "toolwire")
+HOST_OPTS = [
+    "--no-builtins",
+    "--tools",
+    str(TOOLS_DIR / "basic_tools.py"),
+    str(TOOLS_DIR / "client_tools.py"),
+]
+
+
+def run(
+    *args: str, timeout: float = 60, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [TOOLWIRE, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+        cwd=cwd,
+    )
+
+
+# --------------------------------------------------------------------------- arguments
+
+
+def test_key_value_arguments_are_json_parsed_when_they_parse() -> None:
+    got = parse_call_arguments(
+        ["n=3", "flag=true", "ratio=0.5", "name=hello world", "tags=[1,2]", 'q="3"', "e="],
+        None,
+    )
+    assert got == {
+        "n": 3,
+        "flag": True,
+        "ratio": 0.5,
+        "name": "hello world",
+        "tags": [1, 2],
+        "q": "3",
+        "e": "",
+    }
+
+
+def test_json_objects_merge_and_pairs_win() -> None:
+    got = parse_call_arguments(['{"a": 1, "b": 2}', "b=3"], '{"a": 0, "c": "x"}')
+    assert got == {"a": 1, "b": 3, "c": "x"}
+
+
+@pytest.mark.parametrize(
+    ("items", "args_json"),
+    [(["novalue"], None), (["=1"], None), (["{not json"], None), ([], "[1, 2]")],
+)
+def test_malformed_arguments_are_usage_errors(items: list[str], args_json: str | None) -> None:
+    with pytest.raises(UsageError):
+        parse_call_arguments(items, args_json)
+
+
+# --------------------------------------------------------------------------- call
+
+
+def test_call_prints_the_text_and_exits_0(tmp_path: Path) -> None:
+    out = run("call", "echo", "text=hello there", *HOST_OPTS, "--root", str(tmp_path))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "hello there\n"
+
+
+def test_call_json_output_is_the_whole_result(tmp_path: Path) -> None:
+    out = run("call", "detailed", "--json", *HOST_OPTS, "--root", str(tmp_path))
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result["content"] == [{"type": "text", "text": "the text for the model"}]
+    assert result["structuredContent"] == {"answer": 42}
+    assert result["_meta"]["toolwire/details"] == {"lines": 3, "path": "a.txt"}
+
+
+def test_call_summarises_details_on_stderr(tmp_path: Path) -> None:
+    out = run("call", "detailed", *HOST_OPTS, "--root", str(tmp_path))
+    assert out.returncode == 0
+    assert out.stdout == "the text for the model\n"
+    assert "details: lines=3, path=a.txt" in out.stderr
+
+
+def test_call_args_json_and_positional_json(tmp_path: Path) -> None:
+    a = run("call", "echo", "--args-json", '{"text": "from flag"}', *HOST_OPTS)
+    b = run("call", "echo", '{"text": "positional"}', *HOST_OPTS)
+    assert (a.returncode, a.stdout) == (0, "from flag\n")
+    assert (b.returncode, b.stdout) == (0, "positional\n")
+
+
+def test_error_results_exit_1(tmp_path: Path) -> None:
+    unknown = run("call", "no_such_tool", *HOST_OPTS)
+    assert unknown.returncode == 1
+    assert "Unknown tool: no_such_tool" in unknown.stdout
+    # text=3 is parsed as the integer 3, which the echo tool's schema refuses ...
+    invalid = run("call", "echo", "text=3", *HOST_OPTS)
+    assert invalid.returncode == 1
+    assert "Invalid arguments" in invalid.stdout
+    # ... and quoting it as JSON keeps it a string.
+    quoted = run("call", "echo", 'text="3"', *HOST_OPTS)
+    assert (quoted.returncode, quoted.stdout) == (0, "3\n")
+    as_json = run("call", "no_such_tool", "--json", *HOST_OPTS)
+    assert as_json.returncode == 1
+    assert json.loads(as_json.stdout)["isError"] is True
+
+
+def test_progress_goes_to_stderr(tmp_path: Path) -> None:
+    out = run("call", "prog", "n=3", *HOST_OPTS)
+    assert out.returncode == 0
+    assert out.stdout == "done\n"
+    assert "3/3 step 3" in out.stderr
+
+
+def test_timeout_exits_3(tmp_path: Path) -> None:
+    out = run("call", "nap", "seconds=30", "--timeout", "0.5", *HOST_OPTS, timeout=30)
+    assert out.returncode == 3
+    assert "timed out after 0.5 seconds" in out.stderr
+
+
+def test_usage_errors_exit_2() -> None:
+    assert run("call", "echo", "novalue", *HOST_OPTS).returncode == 2
+    assert run("call").returncode == 2
+    assert run().returncode == 2
+
+
+def test_host_failure_exits_3(tmp_path: Path) -> None:
+    out = run("call", "echo", "text=x", "--root", str(tmp_path / "missing"))
+    assert out.returncode == 3
+    assert "is not a directory" in out.stderr
+
+
+def test_call_help_documents_the_json_switches() -> None:
+    out = run("call", "--help")
+    assert out.returncode == 0
+    assert "--args-json" in out.stdout and "--json" in out.stdout
+    assert "exit codes" in out.stdout
+
+
+# --------------------------------------------------------------------------- list, serve
+
+
+def test_list_json_and_table(tmp_path: Path) -> None:
+    as_json = run("list", "--json", *HOST_OPTS)
+    assert as_json.returncode == 0, as_json.stderr
+    names = [t["name"] for t in json.loads(as_json.stdout)["tools"]]
+    assert names[:3] == ["echo", "slow", "prog"]
+    table = run("list", *HOST_OPTS)
+    assert table.returncode == 0
+    assert "echo" in table.stdout and "Echo text back." in table.stdout
+
+
+def test_list_another_mcp_server_with_server_option(tmp_path: Path) -> None:
+    cmd = f"{sys.executable} -m toolwire.host --no-builtins --tools {TOOLS_DIR / 'basic_tools.py'}"
+    out = run("list", "--json", "--server", cmd)
+    assert out.returncode == 0, out.stderr
+    assert [t["name"] for t in json.loads(out.stdout)["tools"]] == ["echo", "slow", "prog"]
+
+
+def test_serve_forwards_to_the_host(tmp_path: Path) -> None:
+    init = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "0"},
+        },
+    }
+    out = subprocess.run(
+        [TOOLWIRE, "serve", "--no-builtins", "--root", str(tmp_path)],
+        input=json.dumps(init) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert out.returncode == 0, out.stderr
+    reply = json.loads(out.stdout.splitlines()[0])
+    assert reply["result"]["serverInfo"]["name"] == "toolwire"
+    helped = run("serve", "--help")
+    assert helped.returncode == 0
+    assert "toolwire serve" in helped.stdout and "--framing" in helped.stdout
