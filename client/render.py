@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from rich.console import Console
+from rich.console import Console, Group
 from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
@@ -58,7 +58,7 @@ def summarize(value: Any, limit: int = 160) -> str:
     if isinstance(value, dict):
         parts = []
         for k, v in value.items():
-            s = json.dumps(v, ensure_ascii=False) if not isinstance(v, str) else v
+            s = v if isinstance(v, str) and "\n" not in v else json.dumps(v, ensure_ascii=False)
             if len(s) > 40:
                 s = s[:37] + "…"
             parts.append(f"{k}={s}")
@@ -101,6 +101,13 @@ def parameters_summary(tool: ToolDefinition) -> str:
     return ", ".join(f"{p}*" if p in req else str(p) for p in props)
 
 
+def first_sentence(text: str) -> str:
+    """The first sentence (or line) of a description."""
+    line = " ".join(text.strip().split("\n\n", 1)[0].split())
+    end = line.find(". ")
+    return line[: end + 1] if end >= 0 else line
+
+
 def tools_table(tools: list[ToolDefinition]) -> Table:
     """A table of tool definitions: name, parameters, first line of the description."""
     table = Table(show_header=True, header_style="bold", expand=False)
@@ -108,17 +115,23 @@ def tools_table(tools: list[ToolDefinition]) -> Table:
     table.add_column("parameters (* required)")
     table.add_column("description")
     for t in tools:
-        desc = (t.description or "").strip().splitlines()
-        table.add_row(t.name, parameters_summary(t), desc[0] if desc else "")
+        table.add_row(t.name, parameters_summary(t), first_sentence(t.description or ""))
     return table
 
 
 def result_panel(res: ToolCallResult, *, title: str | None = None) -> Panel:
-    """A panel with a call's (clipped) text and a line summarising ``details``."""
-    body = Text(clip(content_text(res)) or "(no content)")
-    if res.details is not None:
-        body.append("\n")
-        body.append(f"details: {summarize(res.details)}", style="dim")
+    """A panel with a call's (clipped) text and a line summarising ``details``; a
+    ``details.diff`` string (as the edit tool gives) is shown as a coloured diff."""
+    parts: list[Any] = [Text(clip(content_text(res)) or "(no content)")]
+    details = res.details
+    if isinstance(details, dict) and isinstance(details.get("diff"), str):
+        from rich.syntax import Syntax
+
+        parts.append(Syntax(clip(details["diff"].rstrip("\n")), "diff", theme="ansi_dark"))
+        details = {k: v for k, v in details.items() if k != "diff"}
+    if details is not None and details != {}:
+        parts.append(Text(f"details: {summarize(details)}", style="dim"))
+    body = Group(*parts)
     status = "[red]error[/red]" if res.is_error else "[green]ok[/green]"
     return Panel(
         body,
