@@ -11,13 +11,20 @@ from __future__ import annotations
 
 import os
 import re
+import unicodedata
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .context import ExecEnv
 
-__all__ = ["PathError", "normalize_path_argument", "resolve_path"]
+__all__ = [
+    "PathError",
+    "normalize_path_argument",
+    "path_variants",
+    "resolve_path",
+    "resolve_read_path",
+]
 
 _UNICODE_SPACES = re.compile("[\u00a0\u2000-\u200a\u202f\u205f\u3000]")
 
@@ -56,7 +63,11 @@ def resolve_path(env: ExecEnv, path: str, *, must_exist: bool = False) -> Path:
         raise PathError("Path must be a non-empty string")
     if "\x00" in path:
         raise PathError("Path contains a NUL byte")
-    cleaned = normalize_path_argument(path)
+    return _resolve_clean(env, normalize_path_argument(path), path, must_exist=must_exist)
+
+
+def _resolve_clean(env: ExecEnv, cleaned: str, path: str, *, must_exist: bool) -> Path:
+    """:func:`resolve_path` for an argument already normalised (``path`` is for messages)."""
     candidate = Path(cleaned)
     if not candidate.is_absolute():
         candidate = env.cwd / candidate
@@ -70,3 +81,45 @@ def resolve_path(env: ExecEnv, path: str, *, must_exist: bool = False) -> Path:
     if must_exist and not os.path.lexists(real):
         raise PathError(f"Path not found: {path}")
     return real
+
+
+_AM_PM = re.compile(r" ([AP]M)\.")
+
+
+def path_variants(path: str) -> list[str]:
+    """Spellings to try when a file to read is missing, as macOS names screenshots.
+
+    In order: U+202F (narrow no-break space) before ``AM.``/``PM.``; the NFD form;
+    ``'`` as U+2019; NFD with U+2019. The first item is ``path`` itself; duplicates
+    are dropped.
+    """
+    ampm = _AM_PM.sub("\u202f\\1.", path)
+    nfd = unicodedata.normalize("NFD", path)
+    curly = path.replace("'", "\u2019")
+    out: list[str] = []
+    for v in (path, ampm, nfd, curly, unicodedata.normalize("NFD", curly)):
+        if v not in out:
+            out.append(v)
+    return out
+
+
+def resolve_read_path(env: ExecEnv, path: str) -> Path:
+    """Resolve a path a tool reads: like :func:`resolve_path` with ``must_exist``, but
+    when the file is missing, also try the :func:`path_variants` spellings (after the
+    usual normalisation, which turned U+202F into a plain space).
+
+    Raises:
+        PathError: outside the root, or missing under every spelling.
+    """
+    first = resolve_path(env, path)
+    if os.path.lexists(first):
+        return first
+    cleaned = normalize_path_argument(path)
+    for variant in path_variants(cleaned)[1:]:
+        try:
+            real = _resolve_clean(env, variant, path, must_exist=False)
+        except PathError:
+            continue
+        if os.path.lexists(real):
+            return real
+    raise PathError(f"File not found: {path}")

@@ -9,5 +9,14 @@ __all__ = ["builtin_tools"]
 
 
 def builtin_tools() -> list[Callable[..., Any]]:
-    """The built-in tool functions, in the order clients list them."""
-    return []
+    """The built-in tool functions, in the order clients list them:
+    read, write, edit, bash, ls, grep, find."""
+    from .bash import bash
+    from .edit import edit
+    from .find import find
+    from .grep import grep
+    from .ls import ls
+    from .read import read
+    from .write import write
+
+    return [read, write, edit, bash, ls, grep, find]

@@ -1,0 +1,220 @@
+"""The ``bash`` tool: run a shell command in the execution environment."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import tempfile
+import time
+from collections import deque
+from typing import Annotated, Any, TextIO
+
+from pydantic import Field
+
+from ..context import ToolContext
+from ..results import ToolError, ToolResult
+from ..runner import run_command
+from ..truncate import MAX_BYTES, MAX_LINES, Truncation, format_size, truncate_tail
+from ._common import builtin_tool
+
+__all__ = ["OutputCollector", "bash", "find_shell"]
+
+_ROLLING_CHARS = 2 * MAX_BYTES
+"""Characters of recent output kept in memory (enough for a full tail at the byte limit)."""
+
+_PROGRESS_INTERVAL = 0.25
+"""Seconds between two progress updates of a running command."""
+
+
+def find_shell() -> str:
+    """``/bin/bash``, else bash on PATH, else ``sh``."""
+    if os.access("/bin/bash", os.X_OK):
+        return "/bin/bash"
+    return shutil.which("bash") or shutil.which("sh") or "/bin/sh"
+
+
+class OutputCollector:
+    """Counts a command's whole output and keeps its tail.
+
+    Everything is kept in memory up to :data:`MAX_BYTES` bytes; past that the whole
+    output so far goes to a temporary file (mode 0600) and only the last
+    :data:`_ROLLING_CHARS` characters stay in memory. Line and byte totals always
+    cover the whole output.
+    """
+
+    def __init__(self) -> None:
+        self.total_bytes = 0
+        self.newlines = 0
+        self.last_char = ""
+        self.chunks: deque[str] = deque()
+        self.chars = 0
+        self.file_path: str | None = None
+        self._file: TextIO | None = None
+        self.last_line = ""
+
+    def add(self, text: str) -> None:
+        """Append one decoded chunk."""
+        if not text:
+            return
+        self.total_bytes += len(text.encode("utf-8", "surrogatepass"))
+        self.newlines += text.count("\n")
+        self.last_char = text[-1]
+        self._remember_last_line(text)
+        if self._file is not None:
+            self._file.write(text)
+        elif self.total_bytes > MAX_BYTES:
+            self._spill().write(text)
+        self.chunks.append(text)
+        self.chars += len(text)
+        if self._file is not None:
+            while len(self.chunks) > 1 and self.chars - len(self.chunks[0]) >= _ROLLING_CHARS:
+                self.chars -= len(self.chunks.popleft())
+
+    def _remember_last_line(self, text: str) -> None:
+        stripped = text.rstrip("\n")
+        if not stripped:
+            return
+        tail = stripped.rsplit("\n", 1)[-1]
+        if "\n" in stripped:
+            self.last_line = tail
+        else:
+            self.last_line = (self.last_line + tail)[-200:]
+        self.last_line = self.last_line[-200:]
+
+    def _spill(self) -> TextIO:
+        fd, path = tempfile.mkstemp(prefix="toolwire-bash-", suffix=".log")
+        f = open(fd, "w", encoding="utf-8", errors="surrogatepass")  # noqa: SIM115
+        self._file = f
+        self.file_path = path
+        for c in self.chunks:
+            f.write(c)
+        return f
+
+    @property
+    def total_lines(self) -> int:
+        """Lines in the whole output (a final newline ends a line, it does not start one)."""
+        if self.total_bytes == 0:
+            return 0
+        return self.newlines + (0 if self.last_char == "\n" else 1)
+
+    def finish(self) -> tuple[str, Truncation]:
+        """Close the file; return the tail to show and its truncation record.
+
+        When the tail had to be cut and the output was never spilled, it is written
+        to a temporary file now, so a truncated answer always names the full output.
+        """
+        text = "".join(self.chunks)
+        cut = truncate_tail(text, MAX_LINES, MAX_BYTES)
+        rec = cut.truncation
+        truncated = rec.truncated
+        record = Truncation(
+            truncated=truncated,
+            truncated_by=rec.truncated_by,
+            total_lines=self.total_lines,
+            total_bytes=self.total_bytes,
+            output_lines=rec.output_lines,
+            output_bytes=rec.output_bytes,
+            last_line_partial=rec.last_line_partial,
+        )
+        if truncated and self._file is None:
+            self._spill()
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+        return cut.content, record
+
+
+def _signal_name(num: int) -> str:
+    try:
+        return signal.Signals(num).name
+    except ValueError:
+        return f"signal {num}"
+
+
+@builtin_tool(
+    annotations={"destructiveHint": True, "openWorldHint": True},
+)
+async def bash(
+    command: Annotated[str, Field(description="The command line, run by bash -c.")],
+    ctx: ToolContext,
+    timeout: Annotated[
+        float | None,
+        Field(
+            default=None,
+            gt=0,
+            description="Seconds before the command is killed (default: no limit).",
+        ),
+    ] = None,
+) -> ToolResult:
+    """Run a shell command with bash in the working directory and return its output.
+
+    stdout and stderr are merged; stdin is empty. The answer shows the last 2000 lines
+    or 50KB of output, whichever is less; a longer output is saved whole to a file
+    whose path the answer gives. A non-zero exit code makes the call fail. Processes
+    the command leaves running in the background are ended when it exits.
+    """
+    cwd = ctx.env.cwd
+    if not cwd.is_dir():
+        raise ToolError(f"Working directory does not exist: {cwd}")
+    limit = timeout if timeout is not None else ctx.env.default_timeout
+    env = dict(os.environ)
+    env.update(ctx.env.env)
+    out = OutputCollector()
+    last_report = 0.0
+    reported = 0
+
+    async def on_output(text: str) -> None:
+        nonlocal last_report, reported
+        out.add(text)
+        now = time.monotonic()
+        if now - last_report >= _PROGRESS_INTERVAL and out.total_bytes > reported:
+            last_report = now
+            reported = out.total_bytes
+            await ctx.report_progress(out.total_bytes, message=out.last_line or None)
+
+    shell = find_shell()
+    try:
+        result = await run_command(
+            [shell, "-c", command], cwd=cwd, env=env, timeout=limit, on_output=on_output
+        )
+    except FileNotFoundError as exc:
+        raise ToolError(f"Cannot start the shell {shell}: {exc.strerror or exc}") from None
+    shown, record = out.finish()
+
+    parts: list[str] = []
+    body = shown if shown else ("(no output)" if out.total_bytes == 0 else "")
+    parts.append(body.rstrip("\n") if body else "")
+    if record.truncated:
+        end = record.total_lines
+        start = max(1, end - record.output_lines + 1)
+        if record.last_line_partial:
+            what = f"Showing the last {format_size(record.output_bytes)} of line {end}"
+        else:
+            what = f"Showing lines {start}-{end} of {end}"
+        parts.append(
+            f"[{what} ({format_size(record.total_bytes)} in all). Full output: {out.file_path}]"
+        )
+    details: dict[str, Any] = {
+        "exitCode": result.exit_code,
+        "signal": result.signal,
+        "timedOut": result.timed_out,
+        "durationSeconds": round(result.duration, 3),
+    }
+    if record.truncated:
+        details["truncation"] = record.to_json()
+        details["fullOutputPath"] = out.file_path
+    is_error = False
+    if result.timed_out:
+        parts.append(
+            f"[Command timed out after {limit:g} seconds; it and everything it started were killed]"
+        )
+        is_error = True
+    elif result.signal is not None:
+        parts.append(f"[Command was killed by {_signal_name(result.signal)}]")
+        is_error = True
+    elif result.exit_code not in (0, None):
+        parts.append(f"[Command failed with exit code {result.exit_code}]")
+        is_error = True
+    text = "\n\n".join(p for p in parts if p) or "(no output)"
+    return ToolResult(text, details=details, is_error=is_error)

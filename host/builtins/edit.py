@@ -1,0 +1,335 @@
+"""The ``edit`` tool: replace exact (or nearly exact) snippets of a file.
+
+Matching works in two spaces, both mapped back to the file's original characters,
+so only the matched span changes on disk and every other byte stays as it was:
+
+* exact: the file with each CRLF read as LF (a bare CR is data and stays);
+* fuzzy, when the exact text is not found: each line NFKC-normalised, smart quotes,
+  Unicode dashes and spaces made ASCII, trailing whitespace dropped.
+
+An edit must match exactly once (unless it asks for ``replaceAll``), counted in the
+space it matched in. Every edit is matched against the original file; they all
+apply or none do. New text takes the line ending of the line it lands on; a UTF-8
+byte-order mark is kept.
+"""
+
+from __future__ import annotations
+
+import bisect
+import difflib
+import itertools
+import unicodedata
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+import anyio.to_thread
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..context import ToolContext
+from ..results import ToolError, ToolResult
+from ._common import atomic_write, builtin_tool, display_path, file_lock, read_regular
+
+__all__ = ["EditSpec", "apply_edits", "edit", "fuzzy_normalize"]
+
+
+class EditSpec(BaseModel):
+    """One replacement: ``oldText`` (found in the original file) becomes ``newText``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    oldText: Annotated[
+        str, Field(description="Text to find; must occur exactly once unless replaceAll.")
+    ]
+    newText: Annotated[str, Field(description="Replacement text.")]
+    replaceAll: Annotated[
+        bool, Field(description="Replace every occurrence instead of exactly one.")
+    ] = False
+
+
+_FUZZY_TABLE = str.maketrans(
+    {
+        **dict.fromkeys("\u2018\u2019\u201a\u201b\u2032", "'"),
+        **dict.fromkeys("\u201c\u201d\u201e\u201f\u2033", '"'),
+        **dict.fromkeys("\u2010\u2011\u2012\u2013\u2014\u2015\u2212", "-"),
+        **dict.fromkeys("\u00a0\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008", " "),
+        **dict.fromkeys("\u2009\u200a\u202f\u205f\u3000", " "),
+    }
+)
+
+
+def _fuzzy_segment(seg: str) -> str:
+    return unicodedata.normalize("NFKC", seg).translate(_FUZZY_TABLE)
+
+
+def _fuzzy_line(content: str) -> tuple[str, list[int], list[int]]:
+    """Normalise one line; return it with matching boundary offsets.
+
+    The line is cut into segments, each a starter character and the combining marks
+    after it; each segment is normalised on its own. ``nb[k]``/``ob[k]`` are the
+    offsets of boundary ``k`` in the normalised and the original line.
+    """
+    parts: list[str] = []
+    nb = [0]
+    ob = [0]
+    n = 0
+    i = 0
+    length = len(content)
+    while i < length:
+        j = i + 1
+        while j < length and unicodedata.combining(content[j]):
+            j += 1
+        norm = _fuzzy_segment(content[i:j])
+        parts.append(norm)
+        n += len(norm)
+        nb.append(n)
+        ob.append(j)
+        i = j
+    text = "".join(parts)
+    stripped = text.rstrip()
+    if len(stripped) < len(text):
+        # Keep boundaries up to the end of the kept text (one exists there: the
+        # stripped characters are whitespace starters).
+        k = bisect.bisect_left(nb, len(stripped))
+        nb = nb[: k + 1]
+        ob = ob[: k + 1]
+        nb[-1] = len(stripped)
+    return stripped, nb, ob
+
+
+def fuzzy_normalize(text: str) -> str:
+    """The fuzzy form of ``text``: per line NFKC, ASCII quotes/dashes/spaces, no
+    trailing whitespace; CRLF read as LF."""
+    return "\n".join(_fuzzy_line(line.removesuffix("\r"))[0] for line in text.split("\n"))
+
+
+@dataclass
+class _Line:
+    ostart: int  # offset of the line in the original text
+    fstart: int  # offset of the line in the fuzzy text
+    nb: list[int]
+    ob: list[int]
+
+
+class _Doc:
+    """The original text and its two matching spaces with maps back to it."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        # Exact space: CRLF -> LF. crlf_at holds, for each dropped CR, the index in
+        # the exact text of the LF that follows it.
+        self.crlf_at: list[int] = []
+        pieces: list[str] = []
+        pos = 0
+        dropped = 0
+        while True:
+            k = text.find("\r\n", pos)
+            if k < 0:
+                pieces.append(text[pos:])
+                break
+            pieces.append(text[pos:k])
+            self.crlf_at.append(k - dropped)
+            dropped += 1
+            pos = k + 1  # keep the LF
+        self.exact = "".join(pieces)
+        self._fuzzy: tuple[str, list[_Line]] | None = None
+
+    def exact_to_orig(self, x: int) -> int:
+        return x + bisect.bisect_left(self.crlf_at, x)
+
+    @property
+    def fuzzy(self) -> tuple[str, list[_Line]]:
+        if self._fuzzy is None:
+            lines: list[_Line] = []
+            out: list[str] = []
+            ostart = 0
+            fstart = 0
+            for raw in self.text.split("\n"):
+                content = raw.removesuffix("\r")
+                norm, nb, ob = _fuzzy_line(content)
+                lines.append(_Line(ostart, fstart, nb, ob))
+                out.append(norm)
+                ostart += len(raw) + 1
+                fstart += len(norm) + 1
+            self._fuzzy = ("\n".join(out), lines)
+        return self._fuzzy
+
+    def fuzzy_to_orig(self, x: int, *, end: bool) -> int:
+        _, lines = self.fuzzy
+        i = bisect.bisect_right([ln.fstart for ln in lines], x) - 1
+        ln = lines[i]
+        local = x - ln.fstart
+        k = bisect.bisect_left(ln.nb, local)
+        if k >= len(ln.nb):
+            k = len(ln.nb) - 1
+        elif ln.nb[k] != local and not end:
+            k -= 1  # a start inside a segment moves back to the segment's start
+        return ln.ostart + ln.ob[k]
+
+
+def _find_all(haystack: str, needle: str) -> list[int]:
+    out = []
+    pos = haystack.find(needle)
+    while pos >= 0:
+        out.append(pos)
+        pos = haystack.find(needle, pos + len(needle))
+    return out
+
+
+def _line_ending_at(text: str, offset: int, default: str) -> str:
+    nl = text.find("\n", offset)
+    if nl < 0:
+        return default
+    return "\r\n" if nl > 0 and text[nl - 1] == "\r" else "\n"
+
+
+@dataclass
+class _Span:
+    start: int
+    end: int
+    new: str
+    index: int
+
+
+def apply_edits(text: str, edits: list[EditSpec], shown: str) -> tuple[str, list[_Span]]:
+    """Apply ``edits`` to ``text`` (BOM already removed); return the new text and spans.
+
+    Raises:
+        ToolError: an edit is empty, not found, ambiguous, or overlaps another; or
+            the result equals the original.
+    """
+    if not edits:
+        raise ToolError("edits must contain at least one replacement")
+    doc = _Doc(text)
+    first_nl = text.find("\n")
+    dominant = "\r\n" if first_nl > 0 and text[first_nl - 1] == "\r" else "\n"
+    spans: list[_Span] = []
+    for i, e in enumerate(edits):
+        label = f"edits[{i}]" if len(edits) > 1 else "oldText"
+        old = e.oldText.replace("\r\n", "\n")
+        if not old:
+            raise ToolError(f"{label} is empty; give the exact text to replace")
+        found = [(p, p + len(old)) for p in _find_all(doc.exact, old)]
+        ranges: list[tuple[int, int]]
+        if found:
+            ranges = [(doc.exact_to_orig(s), doc.exact_to_orig(t)) for s, t in found]
+        else:
+            fold = fuzzy_normalize(old)
+            ftext, _ = doc.fuzzy
+            hits = _find_all(ftext, fold) if fold.strip() else []
+            if not hits:
+                raise ToolError(
+                    f"Could not find {label} in {shown}. It must match the file exactly, "
+                    "including whitespace and line breaks; read the file again to copy it."
+                )
+            ranges = [
+                (doc.fuzzy_to_orig(p, end=False), doc.fuzzy_to_orig(p + len(fold), end=True))
+                for p in hits
+            ]
+        if len(ranges) > 1 and not e.replaceAll:
+            raise ToolError(
+                f"{label} occurs {len(ranges)} times in {shown}; it must occur exactly once. "
+                "Include more surrounding lines to make it unique (or set replaceAll)."
+            )
+        for s, t in ranges:
+            ending = _line_ending_at(text, s, dominant)
+            new = e.newText.replace("\r\n", "\n")
+            if ending != "\n":
+                new = new.replace("\n", ending)
+            spans.append(_Span(s, t, new, i))
+    spans.sort(key=lambda sp: (sp.start, sp.end))
+    for a, b in itertools.pairwise(spans):
+        if b.start < a.end:
+            if a.index == b.index:
+                raise ToolError(f"Matches of edits[{a.index}] overlap in {shown}")
+            raise ToolError(
+                f"edits[{a.index}] and edits[{b.index}] overlap in {shown}; merge them into "
+                "one edit or pick snippets that do not share text"
+            )
+    out: list[str] = []
+    pos = 0
+    for sp in spans:
+        out.append(text[pos : sp.start])
+        out.append(sp.new)
+        pos = sp.end
+    out.append(text[pos:])
+    result = "".join(out)
+    if result == text:
+        raise ToolError(
+            f"No change made to {shown}: the replacement gives the same content. "
+            "Check that newText differs from the text it replaces."
+        )
+    return result, spans
+
+
+def _diff(old: str, new: str, shown: str) -> tuple[str, int]:
+    a = old.splitlines(keepends=True)
+    b = new.splitlines(keepends=True)
+    diff = "".join(
+        line if line.endswith("\n") else line + "\n\\ No newline at end of file\n"
+        for line in difflib.unified_diff(a, b, f"a/{shown}", f"b/{shown}", n=3)
+    )
+    first = 1
+    for i, (x, y) in enumerate(zip(a, b, strict=False)):
+        if x != y:
+            first = i + 1
+            break
+    else:
+        first = min(len(a), len(b)) + 1
+    return diff, first
+
+
+@builtin_tool(annotations={"destructiveHint": True}, mutates=("path",))
+async def edit(
+    path: Annotated[str, Field(description="File to edit, relative to the working directory.")],
+    ctx: ToolContext,
+    edits: Annotated[
+        list[EditSpec] | None,
+        Field(default=None, description="Replacements, each matched against the original file."),
+    ] = None,
+    oldText: Annotated[
+        str | None, Field(default=None, description="Single-edit form: the text to find.")
+    ] = None,
+    newText: Annotated[
+        str | None, Field(default=None, description="Single-edit form: its replacement.")
+    ] = None,
+    replaceAll: Annotated[
+        bool, Field(default=False, description="Single-edit form: replace every occurrence.")
+    ] = False,
+) -> ToolResult:
+    """Edit a file by replacing text: each oldText must occur exactly once in the file
+    (copy it from a read, with its whitespace). Give several replacements in edits;
+    they all apply or none do. Line endings and a byte-order mark are preserved.
+    """
+    specs: list[EditSpec] = list(edits or [])
+    if oldText is not None or newText is not None:
+        if oldText is None or newText is None:
+            raise ToolError("Give both oldText and newText (or use edits)")
+        specs.append(EditSpec(oldText=oldText, newText=newText, replaceAll=replaceAll))
+    if not specs:
+        raise ToolError(
+            "Nothing to do: edits must contain at least one replacement {oldText, newText}"
+        )
+    real = ctx.env.resolve(path, must_exist=True)
+    shown = display_path(real, ctx.env.cwd)
+    async with file_lock(real):
+        data = await anyio.to_thread.run_sync(read_regular, real, shown)
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ToolError(
+                f"{shown} is not valid UTF-8 (byte {exc.start}); edit cannot change it "
+                "without damaging it"
+            ) from None
+        bom = text.startswith("\ufeff")
+        body = text[1:] if bom else text
+        new_body, spans = apply_edits(body, specs, shown)
+        new_text = ("\ufeff" if bom else "") + new_body
+        await anyio.to_thread.run_sync(atomic_write, real, new_text.encode("utf-8"), shown)
+    diff, first = _diff(body, new_body, shown)
+    n = len(spans)
+    details: dict[str, Any] = {"diff": diff, "firstChangedLine": first, "replacements": n}
+    return ToolResult(
+        f"Edited {shown}: replaced {n} block{'s' if n != 1 else ''} "
+        f"(first change at line {first}).",
+        details=details,
+    )

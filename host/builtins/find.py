@@ -1,0 +1,106 @@
+"""The ``find`` tool: list files matching a glob, respecting .gitignore."""
+
+from __future__ import annotations
+
+import os
+from typing import Annotated, Any
+
+import anyio
+from pydantic import Field
+
+from ..context import ToolContext
+from ..results import ToolError, ToolResult
+from ..runner import RunResult, run_command
+from ..truncate import MAX_BYTES, format_size, truncate_head
+from ._common import GlobMatcher, builtin_tool, display_path, find_rg
+from .grep import rg_base_args
+
+__all__ = ["find"]
+
+
+@builtin_tool(annotations={"readOnlyHint": True, "idempotentHint": True})
+async def find(
+    pattern: Annotated[
+        str, Field(description="Glob to match, e.g. '*.py', '**/*.test.ts' or 'src/**/x*'.")
+    ],
+    ctx: ToolContext,
+    path: Annotated[
+        str, Field(default=".", description="Directory to search (default: the working directory).")
+    ] = ".",
+    limit: Annotated[int, Field(default=1000, ge=1, description="Most paths to return.")] = 1000,
+) -> ToolResult:
+    """Find files by glob pattern. Paths come back relative to the searched directory;
+    files ignored by .gitignore are skipped, hidden files are included. A pattern
+    without '/' matches file names in any directory.
+    """
+    rg = find_rg()
+    if rg is None:
+        raise ToolError("ripgrep (rg) is not installed; find needs it")
+    real = ctx.env.resolve(path, must_exist=True)
+    shown = display_path(real, ctx.env.cwd)
+    if not real.is_dir():
+        raise ToolError(f"Not a directory: {shown}")
+    try:
+        matcher = GlobMatcher(pattern)
+    except ValueError as exc:
+        raise ToolError(f"Invalid glob pattern: {exc}") from None
+
+    found: list[str] = []
+    buf = ""
+    errors: list[str] = []
+    limit_hit = False
+    result: RunResult | None = None
+
+    def take(lines: list[str]) -> None:
+        nonlocal limit_hit
+        for line in lines:
+            if limit_hit:
+                return
+            rel = line.removeprefix("./")
+            if not rel:
+                continue
+            if rel.startswith("rg: "):
+                errors.append(rel)
+                continue
+            if matcher(rel):
+                found.append(rel)
+                if len(found) > limit:
+                    limit_hit = True
+                    scope.cancel()
+
+    with anyio.CancelScope() as scope:
+
+        def on_output(text: str) -> None:
+            nonlocal buf
+            buf += text
+            *lines, buf = buf.split("\n")
+            take(lines)
+
+        result = await run_command(
+            [*rg_base_args(rg), "--files", "--", "."],
+            cwd=real,
+            env=dict(os.environ),
+            on_output=on_output,
+        )
+        take([buf])
+    if result is not None and result.exit_code not in (0, 1) and not found:
+        raise ToolError("find failed: " + ("; ".join(errors) or f"code {result.exit_code}"))
+    if not found:
+        return ToolResult(f"No files found matching {pattern}", details={"count": 0})
+    found = sorted(found[:limit], key=lambda p: (p.casefold(), p))
+    cut = truncate_head("\n".join(found), max_lines=len(found) + 1, max_bytes=MAX_BYTES)
+    body = cut.content.removesuffix("\n")
+    details: dict[str, Any] = {"count": len(found)}
+    notes = []
+    if limit_hit:
+        notes.append(
+            f"[{limit} results limit reached. Use limit={limit * 2} for more, "
+            "or refine the pattern.]"
+        )
+        details["limitReached"] = limit
+    if cut.truncation.truncated:
+        notes.append(f"[Output cut at {format_size(MAX_BYTES)}; refine the pattern.]")
+        details["truncation"] = cut.truncation.to_json()
+    if notes:
+        body += "\n\n" + "\n".join(notes)
+    return ToolResult(body, details=details)

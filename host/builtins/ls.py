@@ -1,0 +1,69 @@
+"""The ``ls`` tool: list a directory."""
+
+from __future__ import annotations
+
+import os
+from typing import Annotated
+
+import anyio.to_thread
+from pydantic import Field
+
+from ..context import ToolContext
+from ..results import ToolError, ToolResult
+from ._common import builtin_tool, display_path
+
+__all__ = ["list_directory", "ls"]
+
+
+def list_directory(path: str, shown: str) -> list[str]:
+    """Entry names of ``path``, dotfiles included, sorted case-insensitively, with
+    ``/`` after directories (a symlink to a directory counts as one). Entries that
+    cannot be examined are left out.
+
+    Raises:
+        ToolError: missing, not a directory, or unreadable.
+    """
+    try:
+        with os.scandir(path) as it:
+            entries = list(it)
+    except FileNotFoundError:
+        raise ToolError(f"Path not found: {shown}") from None
+    except NotADirectoryError:
+        raise ToolError(f"Not a directory: {shown}; use read for files") from None
+    except OSError as exc:
+        raise ToolError(f"Cannot list {shown}: {exc.strerror or exc}") from None
+    names: list[str] = []
+    for e in entries:
+        try:
+            is_dir = e.is_dir()
+        except OSError:
+            continue
+        names.append(e.name + "/" if is_dir else e.name)
+    names.sort(key=lambda n: (n.casefold(), n))
+    return names
+
+
+@builtin_tool(annotations={"readOnlyHint": True, "idempotentHint": True})
+async def ls(
+    ctx: ToolContext,
+    path: Annotated[
+        str, Field(default=".", description="Directory to list (default: the working directory).")
+    ] = ".",
+    limit: Annotated[int, Field(default=500, ge=1, description="Most entries to return.")] = 500,
+) -> ToolResult:
+    """List a directory's entries, hidden ones included, sorted case-insensitively;
+    directories end with '/'."""
+    real = ctx.env.resolve(path, must_exist=True)
+    shown = display_path(real, ctx.env.cwd)
+    names = await anyio.to_thread.run_sync(list_directory, str(real), shown)
+    if not names:
+        return ToolResult("(empty directory)", details={"entries": 0})
+    body = "\n".join(names[:limit])
+    details: dict[str, object] = {"entries": len(names)}
+    if len(names) > limit:
+        body += (
+            f"\n\n[Showing {limit} of {len(names)} entries. "
+            f"Use limit={min(len(names), limit * 2)} for more.]"
+        )
+        details["limitReached"] = limit
+    return ToolResult(body, details=details)

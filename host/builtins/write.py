@@ -1,0 +1,41 @@
+"""The ``write`` tool: create or replace a file atomically."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import anyio.to_thread
+from pydantic import Field
+
+from ..context import ToolContext
+from ..results import ToolError, ToolResult
+from ._common import atomic_write, builtin_tool, display_path, file_lock
+
+__all__ = ["write"]
+
+
+@builtin_tool(annotations={"destructiveHint": True, "idempotentHint": True}, mutates=("path",))
+async def write(
+    path: Annotated[str, Field(description="File to write, relative to the working directory.")],
+    content: Annotated[str, Field(description="The complete new content of the file.")],
+    ctx: ToolContext,
+) -> ToolResult:
+    """Write a file: create it (and its parent directories) or replace its whole content.
+
+    The replacement is atomic: the file holds either the old or the new content.
+    """
+    real = ctx.env.resolve(path)
+    shown = display_path(real, ctx.env.cwd)
+    try:
+        data = content.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ToolError(
+            f"content holds a lone surrogate at index {exc.start}, which UTF-8 cannot encode"
+        ) from None
+    async with file_lock(real):
+        created = await anyio.to_thread.run_sync(atomic_write, real, data, shown)
+    verb = "Created" if created else "Wrote"
+    return ToolResult(
+        f"{verb} {shown}: {len(data)} bytes written",
+        details={"path": str(real), "bytes": len(data), "created": created},
+    )

@@ -1,0 +1,324 @@
+"""The one process runner: every tool that starts a process goes through :func:`run_command`.
+
+What it guarantees (Linux):
+
+* the child gets stdin from /dev/null, stdout on a pipe with stderr merged into it,
+  its own session and process group, the given cwd and environment;
+* output reaches the caller's callback as text, decoded incrementally as UTF-8 (a
+  character split across reads is kept whole; invalid bytes become U+FFFD);
+* the call returns when the started process exits, even when something it left in
+  the background still holds the output pipe (``sleep 30 & echo done``): exit is
+  watched through a pidfd, not through end-of-file on the pipe;
+* on return, timeout, cancellation of the calling task (anyio) or host exit,
+  everything the command started is killed: its process group, and every process
+  carrying the call's marker in its environment (``TOOLWIRE_CALL_ID=<random token>``),
+  which finds processes that left the group with ``setsid`` or double-forked. The
+  host is a child subreaper (see :mod:`toolwire.host.procs`), so such orphans become
+  its children; the runner reaps exactly those pids (never ``waitpid(-1)``, which
+  belongs to asyncio's child watcher).
+
+A process that both left the group and scrubbed its environment escapes the
+marker; the host's exit handler (:func:`toolwire.host.procs.kill_descendants`) and,
+later, the sandbox's PID namespace still end it.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import inspect
+import os
+import secrets
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+
+__all__ = ["MARKER_ENV", "RunResult", "kill_marked", "marked_processes", "run_command"]
+
+MARKER_ENV = "TOOLWIRE_CALL_ID"
+"""Environment variable holding each run's random marker token."""
+
+_READ_SIZE = 65536
+_DRAIN_SECONDS = 0.5
+"""After the process exits and its leftovers are killed: how long to wait for EOF."""
+_REAP_SECONDS = 2.0
+"""How long cleanup waits for killed processes to disappear."""
+
+OutputCallback = Callable[[str], Any]
+"""Receives each decoded chunk of output; may be a coroutine function."""
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """How a run ended.
+
+    Attributes:
+        exit_code: the process's exit status (0–255); None when a signal ended it
+            or the status could not be collected.
+        signal: the number of the signal that ended the process, if one did.
+        timed_out: the timeout expired and the runner killed the process.
+        output_bytes: bytes read from the output pipe.
+        duration: seconds from start to return.
+        pid: the process id the command ran as.
+    """
+
+    exit_code: int | None
+    signal: int | None
+    timed_out: bool
+    output_bytes: int
+    duration: float
+    pid: int
+
+
+def marked_processes(marker: str, exclude: Sequence[int] = ()) -> list[int]:
+    """Pids of live processes whose initial environment holds ``MARKER_ENV=marker``.
+
+    Reads ``/proc/<pid>/environ``; processes it may not read are skipped.
+    """
+    needle = f"{MARKER_ENV}={marker}".encode()
+    me = os.getpid()
+    out: list[int] = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return out
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        pid = int(entry)
+        if pid == me or pid in exclude:
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                data = f.read()
+        except OSError:
+            continue
+        if needle in data and any(v == needle for v in data.split(b"\0")):
+            out.append(pid)
+    return out
+
+
+def kill_marked(marker: str, exclude: Sequence[int] = ()) -> set[int]:
+    """SIGKILL every process carrying ``marker``, round after round until none is left
+    (a dying parent may fork once more). Returns every pid signalled."""
+    killed: set[int] = set()
+    for _ in range(50):
+        live = [p for p in marked_processes(marker, exclude) if _alive(p)]
+        if not live:
+            break
+        for p in live:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(p, signal.SIGKILL)
+            killed.add(p)
+    return killed
+
+
+def _alive(pid: int) -> bool:
+    """True while ``pid`` exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return False
+    rest = stat[stat.rfind(b")") + 2 :]
+    return not rest.startswith((b"Z", b"X"))
+
+
+def _try_reap(pid: int) -> bool:
+    """Reap ``pid`` if it is our zombie child; True when it is gone or not ours."""
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return not os.path.exists(f"/proc/{pid}") or not _alive(pid)
+    return done != 0
+
+
+async def _reap_all(pids: set[int]) -> None:
+    """Wait (bounded) until every pid in ``pids`` is reaped or gone."""
+    deadline = time.monotonic() + _REAP_SECONDS
+    remaining = set(pids)
+    while remaining:
+        remaining = {p for p in remaining if not _try_reap(p)}
+        if not remaining or time.monotonic() > deadline:
+            return
+        await anyio.sleep(0.01)
+
+
+def _decode_status(status: int) -> tuple[int | None, int | None]:
+    if os.WIFEXITED(status):
+        return os.WEXITSTATUS(status), None
+    if os.WIFSIGNALED(status):
+        return None, os.WTERMSIG(status)
+    return None, None
+
+
+async def run_command(
+    argv: Sequence[str],
+    *,
+    cwd: str | os.PathLike[str],
+    env: Mapping[str, str] | None = None,
+    timeout: float | None = None,
+    on_output: OutputCallback | None = None,
+) -> RunResult:
+    """Run ``argv`` to completion and end everything it started.
+
+    Args:
+        argv: program and arguments (no shell unless ``argv`` names one).
+        cwd: working directory of the process.
+        env: the complete environment (default: the host's); the run's marker
+            variable is added to it.
+        timeout: seconds before the process and everything it started are killed;
+            None or <= 0 for no limit.
+        on_output: called with each decoded chunk of merged stdout/stderr, in order;
+            may be ``async``. It may cancel an enclosing anyio scope to stop the run
+            early (the process is then killed as on any cancellation).
+
+    Returns:
+        A :class:`RunResult`.
+
+    Raises:
+        FileNotFoundError: the program or the cwd does not exist.
+        PermissionError: the program is not executable.
+        OSError: the process could not be started.
+        anyio cancellation: re-raised after the process tree is ended.
+    """
+    started = time.monotonic()
+    marker = secrets.token_hex(16)
+    full_env = dict(os.environ if env is None else env)
+    full_env[MARKER_ENV] = marker
+    read_fd, write_fd = os.pipe2(os.O_CLOEXEC)
+    try:
+        proc = subprocess.Popen(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=write_fd,
+            stderr=write_fd,
+            cwd=cwd,
+            env=full_env,
+            start_new_session=True,
+            close_fds=True,
+        )
+    except BaseException:
+        os.close(read_fd)
+        raise
+    finally:
+        os.close(write_fd)
+    pid = proc.pid
+    os.set_blocking(read_fd, False)
+    pidfd: int | None = None
+    with contextlib.suppress(AttributeError, OSError):
+        pidfd = os.pidfd_open(pid)
+
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    total = 0
+    eof = anyio.Event()
+    reaped = False
+    status: int | None = None
+    timed_out = False
+    finished = False
+    is_async_cb = on_output is not None and inspect.iscoroutinefunction(on_output)
+
+    async def emit(text: str) -> None:
+        if on_output is None or not text:
+            return
+        if is_async_cb:
+            await on_output(text)
+        else:
+            r = on_output(text)
+            if inspect.isawaitable(r):
+                await r
+
+    async def read_loop() -> None:
+        nonlocal total
+        while True:
+            try:
+                chunk = os.read(read_fd, _READ_SIZE)
+            except BlockingIOError:
+                await anyio.wait_readable(read_fd)
+                continue
+            except OSError:
+                chunk = b""
+            if not chunk:
+                await emit(decoder.decode(b"", final=True))
+                eof.set()
+                return
+            total += len(chunk)
+            await emit(decoder.decode(chunk))
+
+    async def wait_exited() -> None:
+        """Return once the process has exited (it is then a zombie, not yet reaped)."""
+        if pidfd is not None:
+            await anyio.wait_readable(pidfd)
+            return
+        while True:  # no pidfd: poll /proc
+            if not _alive(pid):
+                return
+            await anyio.sleep(0.02)
+
+    def reap() -> None:
+        nonlocal reaped, status
+        if reaped:
+            return
+        try:
+            done, st = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:  # someone else collected it
+            done, st = pid, -1
+        if done != pid:
+            return  # still running (cleanup gave up waiting): leave it to the host's exit
+        status = st if st >= 0 else None
+        reaped = True
+        proc.returncode = -1 if status is None else os.waitstatus_to_exitcode(status)
+
+    def kill_tree() -> set[int]:
+        # While the process is unreaped its pid cannot be reused, so the group kill is safe.
+        if not reaped:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, signal.SIGKILL)
+        return kill_marked(marker, exclude=(pid,))
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(read_loop)
+            if timeout is not None and timeout > 0:
+                with anyio.move_on_after(timeout) as scope:
+                    await wait_exited()
+                if scope.cancelled_caught:
+                    timed_out = True
+                    kill_tree()
+                    await wait_exited()
+            else:
+                await wait_exited()
+            # The command is over: end what it left behind, then read what is buffered.
+            escaped = kill_tree()
+            reap()
+            finished = True
+            with anyio.move_on_after(_DRAIN_SECONDS):
+                await eof.wait()
+            tg.cancel_scope.cancel()
+            await _reap_all(escaped)
+    finally:
+        with anyio.CancelScope(shield=True):
+            escaped = set() if finished else kill_tree()
+            if not reaped:
+                with anyio.move_on_after(_REAP_SECONDS):
+                    await wait_exited()
+                reap()
+            await _reap_all(escaped)
+            os.close(read_fd)
+            if pidfd is not None:
+                os.close(pidfd)
+
+    code, sig = _decode_status(status) if status is not None else (None, None)
+    return RunResult(
+        exit_code=code,
+        signal=sig,
+        timed_out=timed_out,
+        output_bytes=total,
+        duration=time.monotonic() - started,
+        pid=pid,
+    )

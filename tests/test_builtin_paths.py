@@ -1,0 +1,165 @@
+"""Path rules the built-ins share (host/paths.py) and the truncation helpers (host/truncate.py)."""
+
+from __future__ import annotations
+
+import os
+import unicodedata
+from pathlib import Path
+
+import pytest
+from toolwire.host import ExecEnv, PathError
+from toolwire.host.paths import resolve_path, resolve_read_path
+from toolwire.host.truncate import (
+    MAX_BYTES,
+    count_lines,
+    split_lines,
+    truncate_head,
+    truncate_line,
+    truncate_tail,
+)
+
+from tests.test_builtin_support import call, is_error, text
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+# ------------------------------------------------------------------ paths
+
+
+def test_at_prefix_and_unicode_spaces(tmp_path: Path) -> None:
+    env = ExecEnv.at(tmp_path)
+    (tmp_path / "my file.txt").write_text("x")
+    assert resolve_path(env, "@my file.txt") == tmp_path / "my file.txt"
+    assert resolve_path(env, "my\u00a0file.txt") == tmp_path / "my file.txt"
+    assert resolve_path(env, "my\u3000file.txt") == tmp_path / "my file.txt"
+
+
+def test_tilde_expands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    env = ExecEnv.at(tmp_path)
+    (tmp_path / "notes.txt").write_text("x")
+    assert resolve_path(env, "~/notes.txt") == tmp_path / "notes.txt"
+    assert resolve_path(env, "~") == tmp_path
+
+
+def test_relative_to_cwd(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    env = ExecEnv.at(tmp_path)
+    env.cwd = tmp_path / "sub"
+    assert resolve_path(env, "a.txt") == tmp_path / "sub" / "a.txt"
+    assert resolve_path(env, "../b.txt") == tmp_path / "b.txt"
+
+
+@pytest.mark.parametrize(
+    "bad", ["..", "../x", "/etc/passwd", "sub/../../x", "link-out/x", "link-out"]
+)
+def test_escapes_refused(tmp_path: Path, bad: str) -> None:
+    root = tmp_path / "root"
+    (root / "sub").mkdir(parents=True)
+    (root / "link-out").symlink_to(tmp_path)
+    with pytest.raises(PathError, match="outside the root"):
+        resolve_path(ExecEnv.at(root), bad)
+
+
+def test_symlink_inside_root_followed(tmp_path: Path) -> None:
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "f").write_text("x")
+    (tmp_path / "ln").symlink_to("d")
+    assert resolve_path(ExecEnv.at(tmp_path), "ln/f") == tmp_path / "d" / "f"
+
+
+def test_empty_and_nul_refused(tmp_path: Path) -> None:
+    env = ExecEnv.at(tmp_path)
+    for bad in ["", "  ", "a\x00b"]:
+        with pytest.raises(PathError):
+            resolve_path(env, bad)
+
+
+@pytest.mark.parametrize(
+    ("on_disk", "asked"),
+    [
+        (
+            "Screenshot 2024-01-01 at 10.00.00\u202fAM.png",
+            "Screenshot 2024-01-01 at 10.00.00 AM.png",
+        ),
+        (unicodedata.normalize("NFD", "café.txt"), "café.txt"),
+        ("Bob\u2019s notes.txt", "Bob's notes.txt"),
+        (unicodedata.normalize("NFD", "Zoë\u2019s.txt"), "Zoë's.txt"),
+    ],
+)
+async def test_read_finds_macos_spellings(tmp_path: Path, on_disk: str, asked: str) -> None:
+    (tmp_path / on_disk).write_text("found\n")
+    assert resolve_read_path(ExecEnv.at(tmp_path), asked) == tmp_path / on_disk
+    r = await call(tmp_path, "read", {"path": asked})
+    assert text(r) == "found\n"
+
+
+def test_read_path_missing_everywhere(tmp_path: Path) -> None:
+    with pytest.raises(PathError, match="not found"):
+        resolve_read_path(ExecEnv.at(tmp_path), "nope's file AM.png")
+
+
+async def test_tools_refuse_escapes(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    (tmp_path / "secret.txt").write_text("s")
+    (root / "ln").symlink_to(tmp_path / "secret.txt")
+    for name, args in [
+        ("read", {"path": "ln"}),
+        ("write", {"path": "ln", "content": "x"}),
+        ("edit", {"path": "ln", "oldText": "s", "newText": "x"}),
+        ("ls", {"path": "/"}),
+        ("grep", {"pattern": "s", "path": "ln"}),
+        ("find", {"pattern": "*", "path": ".."}),
+    ]:
+        r = await call(root, name, args)
+        assert is_error(r) and "outside the root" in text(r), name
+    assert (tmp_path / "secret.txt").read_text() == "s"
+    assert os.readlink(root / "ln") == str(tmp_path / "secret.txt")
+
+
+# ------------------------------------------------------------------ truncation
+
+
+def test_line_counting() -> None:
+    assert count_lines("") == 0 and split_lines("") == []
+    assert count_lines("a") == 1 and count_lines("a\n") == 1 and count_lines("a\nb") == 2
+    assert split_lines("a\r\nb\rc\n") == ["a\r\n", "b\rc\n"]
+    assert count_lines("\n\n") == 2
+
+
+def test_head_by_lines_and_bytes() -> None:
+    t = truncate_head("".join(f"{i}\n" for i in range(3000)))
+    assert t.truncation.truncated_by == "lines" and t.truncation.output_lines == 2000
+    wide = ("x" * 99 + "\n") * 1000
+    t = truncate_head(wide)
+    assert t.truncation.truncated_by == "bytes" and t.truncation.output_bytes <= MAX_BYTES
+    assert t.content == wide[: t.truncation.output_bytes] and t.content.endswith("\n")
+    t = truncate_head("y" * (MAX_BYTES + 1) + "\nshort\n")
+    assert t.content == "" and t.truncation.first_line_exceeds_limit
+
+
+def test_tail_partial_line_never_splits_characters() -> None:
+    t = truncate_tail("€" * 30_000)  # 90,000 bytes, one line
+    assert t.truncation.last_line_partial
+    assert set(t.content) == {"€"} and len(t.content.encode()) <= MAX_BYTES
+    t = truncate_tail("".join(f"{i}\n" for i in range(5000)))
+    assert t.content.startswith("3000\n") and t.truncation.output_lines == 2000
+
+
+def test_not_truncated_record_and_json() -> None:
+    t = truncate_tail("a\nb\n")
+    assert t.content == "a\nb\n" and not t.truncation.truncated
+    j = t.truncation.to_json()
+    assert j["totalLines"] == 2 and j["totalBytes"] == 4 and j["truncatedBy"] is None
+
+
+def test_truncate_line() -> None:
+    assert truncate_line("abc", 5) == ("abc", False)
+    cut, was = truncate_line("x" * 600)
+    assert was and cut == "x" * 500 + "... [truncated]"

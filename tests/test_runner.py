@@ -1,0 +1,188 @@
+"""The process runner (host/runner.py): output, exit status, and that nothing a command
+starts outlives its call — on return, timeout and cancellation."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+from toolwire.host.runner import MARKER_ENV, run_command
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def unique_sleep() -> tuple[str, str]:
+    """A ``sleep`` argument no other process uses, to find the process by its cmdline."""
+    arg = f"30.{secrets.randbelow(10**6):06d}"
+    return f"sleep {arg}", arg
+
+
+def live_with_arg(arg: str) -> list[int]:
+    """Pids of live (non-zombie) processes with an argument containing ``arg``."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                parts = f.read().split(b"\0")
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        state = stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3]
+        if any(arg.encode() in p for p in parts) and state not in (b"Z", b"X"):
+            out.append(int(entry))
+    return out
+
+
+def wait_until_gone(arg: str, deadline: float = 5.0) -> list[int]:
+    """Wait (bounded) for every process with ``arg`` to disappear; returns survivors."""
+    end = time.monotonic() + deadline
+    while True:
+        left = live_with_arg(arg)
+        if not left or time.monotonic() > end:
+            return left
+        time.sleep(0.02)
+
+
+async def run_sh(command: str, tmp_path: Path, **kw: object) -> tuple[str, object]:
+    chunks: list[str] = []
+    result = await run_command(
+        ["bash", "-c", command],
+        cwd=tmp_path,
+        on_output=chunks.append,
+        **kw,  # type: ignore[arg-type]
+    )
+    return "".join(chunks), result
+
+
+async def test_output_and_exit_code(tmp_path: Path) -> None:
+    out, r = await run_sh("echo out; echo err >&2; exit 7", tmp_path)
+    assert out == "out\nerr\n"
+    assert r.exit_code == 7 and r.signal is None and not r.timed_out  # type: ignore[attr-defined]
+
+
+async def test_stdin_is_empty_and_cwd_env_applied(tmp_path: Path) -> None:
+    out, _ = await run_sh(
+        'cat; pwd; echo "$FOO"; test -n "$' + MARKER_ENV + '" && echo marked',
+        tmp_path,
+        env={**os.environ, "FOO": "bar"},
+    )
+    assert out == f"{tmp_path}\nbar\nmarked\n"
+
+
+async def test_signal_death_reported(tmp_path: Path) -> None:
+    _, r = await run_sh("kill -9 $$", tmp_path)
+    assert r.exit_code is None and r.signal == 9  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "{sleep} & echo done",
+        "setsid {sleep} & echo done",
+        "( {sleep}; echo never ) & echo done",
+        "nohup {sleep} >/dev/null 2>&1 & echo done",
+    ],
+)
+async def test_background_process_does_not_hold_the_call(tmp_path: Path, template: str) -> None:
+    sleep, arg = unique_sleep()
+    start = time.monotonic()
+    out, r = await run_sh(template.format(sleep=sleep), tmp_path)
+    assert time.monotonic() - start < 5
+    assert out.startswith("done")
+    assert r.exit_code == 0  # type: ignore[attr-defined]
+    assert wait_until_gone(arg) == []
+
+
+async def test_noisy_background_loop_is_ended(tmp_path: Path) -> None:
+    tag = f"noisy-{secrets.token_hex(4)}"
+    start = time.monotonic()
+    out, _ = await run_sh(f"(while true; do echo {tag}; sleep 0.01; done) & echo started", tmp_path)
+    assert time.monotonic() - start < 5
+    assert out.startswith("started")
+    # The loop runs in a subshell whose command line is the whole command (holding tag).
+    assert wait_until_gone(tag) == []
+
+
+async def test_background_server_is_ended(tmp_path: Path) -> None:
+    port_file = tmp_path / "srv.py"
+    token = secrets.token_hex(4)
+    port_file.write_text(
+        "import http.server, sys\n"
+        f"# {token}\n"
+        "http.server.HTTPServer(('127.0.0.1', 0), http.server.BaseHTTPRequestHandler)"
+        ".serve_forever()\n"
+    )
+    start = time.monotonic()
+    out, _ = await run_sh(f"python3 {port_file} {token} & echo spawned", tmp_path)
+    assert time.monotonic() - start < 5 and out.startswith("spawned")
+    assert wait_until_gone(token) == []
+
+
+async def test_timeout_kills_the_tree(tmp_path: Path) -> None:
+    sleep, arg = unique_sleep()
+    start = time.monotonic()
+    out, r = await run_sh(f"echo begin; setsid {sleep} & {sleep}", tmp_path, timeout=0.5)
+    assert time.monotonic() - start < 5
+    assert r.timed_out and r.signal == 9  # type: ignore[attr-defined]
+    assert out == "begin\n"
+    assert wait_until_gone(arg) == []
+
+
+async def test_cancellation_kills_the_tree(tmp_path: Path) -> None:
+    sleep, arg = unique_sleep()
+    start = time.monotonic()
+    with anyio.move_on_after(0.5) as scope:
+        await run_sh(f"setsid {sleep} & {sleep}", tmp_path)
+    assert scope.cancelled_caught
+    assert time.monotonic() - start < 5
+    assert wait_until_gone(arg) == []
+
+
+async def test_callback_may_stop_the_run(tmp_path: Path) -> None:
+    seen: list[str] = []
+    with anyio.CancelScope() as scope:
+
+        def stop_at_first(text: str) -> None:
+            seen.append(text)
+            scope.cancel()
+
+        await run_command(["bash", "-c", "yes"], cwd=tmp_path, on_output=stop_at_first)
+    assert seen and seen[0].startswith("y")
+
+
+async def test_utf8_split_across_reads_and_invalid_bytes(tmp_path: Path) -> None:
+    # The euro sign's three bytes arrive in two writes with a pause between them.
+    out, _ = await run_sh(r"printf '\xe2\x82'; sleep 0.2; printf '\xac|\xff|\n'", tmp_path)
+    assert out == "€|\ufffd|\n"
+
+
+async def test_async_callback_and_large_output(tmp_path: Path) -> None:
+    total = 0
+
+    async def count(text: str) -> None:
+        nonlocal total
+        total += len(text)
+        await anyio.sleep(0)
+
+    r = await run_command(["bash", "-c", "head -c 3000000 /dev/zero | tr '\\0' a"],
+                          cwd=tmp_path, on_output=count)  # fmt: skip
+    assert total == 3_000_000 and r.output_bytes == 3_000_000
+
+
+async def test_missing_program_and_cwd(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        await run_command(["/nonexistent/prog"], cwd=tmp_path)
+    with pytest.raises(FileNotFoundError):
+        await run_command(["true"], cwd=tmp_path / "missing")
