@@ -1,0 +1,1 @@
+"""Node interop clients (see test_node_clients.py)."""
