@@ -210,6 +210,29 @@ def test_e2e_background_sleep_returns_with_done(tmp_path: Path) -> None:
         assert wait_until_gone(arg2) == []
 
 
+@pytest.mark.parametrize(
+    "template",
+    [
+        "(while true; do echo {tag}; sleep 0.01; done) & echo started",
+        "python3 -m http.server 0 --bind 127.0.0.1 --directory . {tag} & echo started",
+    ],
+)
+def test_e2e_noisy_or_serving_background_ended(tmp_path: Path, template: str) -> None:
+    import secrets
+
+    tag = f"tag{secrets.token_hex(4)}"
+    if "http.server" in template:
+        # http.server takes the port positionally; pass the tag through a harmless dir name.
+        (tmp_path / tag).mkdir()
+        template = template.replace("--directory . {tag}", "--directory {tag}")
+    with _host(tmp_path) as h:
+        start = time.monotonic()
+        resp = h.call("bash", {"command": template.format(tag=tag)}, timeout=10)
+        assert time.monotonic() - start < 5
+        assert resp["result"]["content"][0]["text"].startswith("started")
+        assert wait_until_gone(tag) == []
+
+
 def test_e2e_cancellation_ends_the_process(tmp_path: Path) -> None:
     sleep, arg = unique_sleep()
     with _host(tmp_path) as h:

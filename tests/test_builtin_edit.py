@@ -222,3 +222,35 @@ async def test_mutates_declared() -> None:
     from tests.test_builtin_support import TOOLS
 
     assert TOOLS["edit"].mutates == ("path",) and TOOLS["write"].mutates == ("path",)
+
+
+async def test_fuzzy_match_in_crlf_file(tmp_path: Path) -> None:
+    r, data = await edit_file(
+        tmp_path,
+        b"x = \xe2\x80\x9cq\xe2\x80\x9d  \r\ny = 2\r\n",
+        oldText='x = "q"\n',
+        newText="x = 1\n",
+    )
+    assert not is_error(r), text(r)
+    assert data == b"x = 1\r\ny = 2\r\n"
+
+
+async def test_concurrent_edits_of_one_file_all_apply(tmp_path: Path) -> None:
+    import anyio
+
+    f = tmp_path / "f.txt"
+    f.write_text("".join(f"v{i}\n" for i in range(20)))
+    results: list[dict] = []  # type: ignore[type-arg]
+
+    async def one(i: int) -> None:
+        results.append(
+            await call(
+                tmp_path, "edit", {"path": "f.txt", "oldText": f"v{i}\n", "newText": f"w{i}\n"}
+            )
+        )
+
+    async with anyio.create_task_group() as tg:
+        for i in range(20):
+            tg.start_soon(one, i)
+    assert not any(is_error(r) for r in results)
+    assert f.read_text() == "".join(f"w{i}\n" for i in range(20))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import io
 import os
+import stat
 import threading
 import time
 from pathlib import Path
@@ -157,19 +158,23 @@ async def test_directory_refused(tmp_path: Path) -> None:
     assert is_error(r) and "directory" in text(r)
 
 
-@pytest.mark.parametrize("kind", ["fifo", "device"])
+@pytest.mark.parametrize("kind", ["fifo", "device", "device-link"])
 async def test_fifo_and_device_refused_without_blocking(tmp_path: Path, kind: str) -> None:
+    name = "special"
     if kind == "fifo":
-        os.mkfifo(tmp_path / "pipe")
-        name = "pipe"
+        os.mkfifo(tmp_path / name)
+    elif kind == "device":
+        try:  # /dev/zero's numbers; needs CAP_MKNOD (root)
+            os.mknod(tmp_path / name, stat.S_IFCHR | 0o666, os.makedev(1, 5))
+        except PermissionError:
+            pytest.skip("creating a device node needs CAP_MKNOD")
     else:
-        (tmp_path / "zero").symlink_to("/dev/zero")
-        name = "zero"
+        (tmp_path / name).symlink_to("/dev/zero")
     start = time.monotonic()
-    # /dev/zero is outside the root, so it is refused by the path rule; a FIFO by kind.
     r = await call(tmp_path, "read", {"path": name})
     assert is_error(r) and time.monotonic() - start < 2
-    assert ("FIFO" in text(r)) if kind == "fifo" else ("outside the root" in text(r))
+    expected = {"fifo": "FIFO", "device": "character device", "device-link": "outside the root"}
+    assert expected[kind] in text(r)
 
 
 async def test_fifo_swapped_in_is_not_opened_blocking(tmp_path: Path) -> None:
