@@ -191,3 +191,13 @@ def test_serve_forwards_to_the_host(tmp_path: Path) -> None:
     helped = run("serve", "--help")
     assert helped.returncode == 0
     assert "toolwire serve" in helped.stdout and "--framing" in helped.stdout
+
+
+def test_the_cli_does_not_import_the_host_until_serve() -> None:
+    code = (
+        "import sys, toolwire.client.cli as cli; "
+        "assert cli.build_parser().parse_args(['list']).command == 'list'; "
+        "print('toolwire.host' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -217,18 +217,14 @@ async def test_leaving_a_cancel_scope_cancels_the_call(tmp_path: Path) -> None:
 
 
 async def test_calls_run_concurrently(tmp_path: Path) -> None:
-    order: list[str] = []
-    async with spawn(tmp_path) as c:
-
-        async def call(name: str, args: dict[str, object]) -> None:
-            await c.call_tool(name, args)
-            order.append(name)
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(call, "nap", {"seconds": 1.0})
-            await anyio.sleep(0.05)
-            tg.start_soon(call, "echo", {"text": "fast"})
-    assert order == ["echo", "nap"]
+    marker = tmp_path / "cancelled"
+    async with spawn(tmp_path) as c, anyio.create_task_group() as tg:
+        tg.start_soon(c.call_tool, "nap", {"seconds": 60, "marker": str(marker)})
+        # A fast call is answered while the slow one is still running.
+        assert (await c.call_tool("echo", {"text": "fast"})).text == "fast"
+        assert not marker.exists()
+        tg.cancel_scope.cancel()
+    await wait_for(marker.exists)  # the slow call was still running, then cancelled
 
 
 async def test_captured_stderr_is_drained(tmp_path: Path) -> None:
@@ -292,11 +288,14 @@ async def test_close_kills_a_host_that_ignores_sigterm_and_its_children(tmp_path
 
 
 async def test_cancelled_body_still_closes_the_host(tmp_path: Path) -> None:
-    with anyio.move_on_after(0.5):
-        async with spawn(tmp_path) as c:
+    c = spawn(tmp_path)
+    with anyio.CancelScope() as scope:
+        async with c:
             assert c.process is not None
             pid = c.process.pid
+            scope.cancel()
             await c.call_tool("nap", {"seconds": 30})
+    assert scope.cancelled_caught
     assert c.ended_by == "eof"
     assert not alive(pid)
 
