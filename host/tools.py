@@ -17,6 +17,7 @@ from __future__ import annotations
 import inspect
 import re
 import sys
+import types
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -355,19 +356,19 @@ def build_tool(fn: Callable[..., Any]) -> Tool:
             default = ... if p.default is inspect.Parameter.empty else p.default
             desc = arg_docs.get(p.name)
             if get_origin(ann) is Annotated:
+                # Annotated[T, "text"] gives a description; other metadata (Field(...),
+                # constraints) stays on the type, untouched, and pydantic merges it.
                 base, *extras = get_args(ann)
-                finfo = next((e for e in extras if isinstance(e, FieldInfo)), None)
                 text = next((e for e in extras if isinstance(e, str)), None)
-                if finfo is not None:
-                    if finfo.description is None and (text or desc):
-                        finfo.description = text or desc
-                    if default is not ...:
-                        finfo.default = default
-                    fields[p.name] = (base, finfo)
-                    continue
-                ann = base
-                desc = text or desc
-            fields[p.name] = (ann, Field(default=default, description=desc))
+                metadata = [e for e in extras if not isinstance(e, str)]
+                finfo = next((e for e in metadata if isinstance(e, FieldInfo)), None)
+                has_own = finfo is not None and finfo.description is not None
+                desc = None if has_own else (text or desc)
+                ann = Annotated[(base, *metadata)] if metadata else base
+            field_kwargs: dict[str, Any] = {"default": default}
+            if desc is not None:
+                field_kwargs["description"] = desc
+            fields[p.name] = (ann, Field(**field_kwargs))
         try:
             model = create_model(
                 f"{name}_arguments",
@@ -409,8 +410,13 @@ def build_tool(fn: Callable[..., Any]) -> Tool:
 
 
 def _is_context(ann: Any) -> bool:
+    """True for ``ToolContext`` (or a subclass), also inside ``Annotated`` or ``| None``."""
     if get_origin(ann) is Annotated:
         ann = get_args(ann)[0]
+    if get_origin(ann) in (typing.Union, types.UnionType):
+        members = [a for a in get_args(ann) if a is not type(None)]
+        if len(members) == 1:
+            ann = members[0]
     return ann is ToolContext or (isinstance(ann, type) and issubclass(ann, ToolContext))
 
 

@@ -1,0 +1,196 @@
+"""End to end: tool definitions, results, errors and loading as a client sees them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+from toolwire.host.builtins import builtin_tools
+from toolwire.host.tools import build_tool
+
+from tests.e2e_helpers import WIRE_TOOLS, text_of, wire_host
+from tests.hostproc import HostProcess
+from toolwire.models import CallToolResult, ToolDefinition
+
+
+def _defs(h: HostProcess) -> dict[str, dict[str, Any]]:
+    return {t["name"]: t for t in h.request("tools/list")["result"]["tools"]}
+
+
+def test_definitions_on_the_wire(tmp_path: Path) -> None:
+    with wire_host(tmp_path) as h:
+        defs = _defs(h)
+    for d in defs.values():
+        ToolDefinition.model_validate(d)  # MCP Tool shape
+        assert set(d) <= {
+            "name",
+            "title",
+            "description",
+            "inputSchema",
+            "outputSchema",
+            "annotations",
+        }
+        jsonschema.Draft202012Validator.check_schema(d["inputSchema"])
+        assert d["inputSchema"]["type"] == "object"
+    echo = defs["echo"]
+    assert echo["description"] == "Echo text back unchanged."
+    assert echo["inputSchema"]["properties"]["text"] == {
+        "type": "string",
+        "description": "the text to return.",
+    }
+    assert echo["inputSchema"]["required"] == ["text"]
+    # ToolContext parameters are injected, never described
+    assert set(defs["progress"]["inputSchema"]["properties"]) == {"n"}
+    # overrides
+    r = defs["renamed.tool-1"]
+    assert "original_name" not in defs
+    assert r["description"] == "An overridden description."
+    assert r["title"] == "Pretty Title"
+    assert r["annotations"] == {"readOnlyHint": True, "openWorldHint": False}
+    props = r["inputSchema"]["properties"]
+    assert props["count"]["description"] == "how many, from Annotated"
+    assert props["label"]["description"] == "a label, from Field"
+    assert props["label"]["maxLength"] == 5
+    assert props["flag"]["description"] == "a flag, from the docstring."
+    # pydantic model parameter: the model is the schema
+    shape = defs["shape"]["inputSchema"]
+    assert set(shape["properties"]) == {"name", "points"}
+    assert "$defs" in shape
+    # raw JSON Schema is sent as written
+    assert defs["search"]["inputSchema"]["properties"]["limit"] == {
+        "type": "integer",
+        "minimum": 1,
+        "maximum": 10,
+    }
+    # return annotations give output schemas
+    assert defs["weather"]["outputSchema"]["properties"]["celsius"] == {"type": "number"}
+    assert defs["totals"]["outputSchema"]["required"] == ["count", "names"]
+    assert "outputSchema" not in defs["echo"]
+
+
+def test_returns(tmp_path: Path) -> None:
+    with wire_host(tmp_path) as h:
+        typed = h.call("blocks_typed")["result"]
+        dicts = h.call("blocks_dicts")["result"]
+        for result in (typed, dicts):
+            CallToolResult.model_validate(result)
+            assert [b["type"] for b in result["content"]] == [
+                "text",
+                "image",
+                "audio",
+                "resource_link",
+                "resource",
+            ]
+            assert "isError" not in result
+        assert typed["content"][1] == {
+            "type": "image",
+            "data": typed["content"][1]["data"],
+            "mimeType": "image/png",
+        }
+        assert typed["content"][3] == {
+            "type": "resource_link",
+            "uri": "file:///a.txt",
+            "name": "a.txt",
+            "mimeType": "text/plain",
+        }
+        assert typed["content"][4]["resource"] == {"uri": "file:///b.txt", "text": "bee"}
+        assert dicts["content"][4]["resource"] == {"uri": "file:///b.txt", "blob": "YmVl"}
+
+        bad = h.call("bad_block")["result"]
+        assert bad["isError"] is True and "invalid result" in text_of({"result": bad})
+
+        det = h.call("with_details", {"n": 3})["result"]
+        assert det["content"] == [{"type": "text", "text": "3 items"}]
+        assert det["_meta"]["toolwire/details"] == {"items": [0, 1, 2]}
+        assert CallToolResult.model_validate(det).details == {"items": [0, 1, 2]}
+
+        w = h.call("weather", {"city": "Oslo"})["result"]
+        assert w["structuredContent"] == {"city": "Oslo", "celsius": 21.5}
+        assert json.loads(w["content"][0]["text"]) == w["structuredContent"]
+        t = h.call("totals", {"names": ["a", "b"]})["result"]
+        assert t["structuredContent"] == {"count": 2, "names": ["a", "b"]}
+        wrong = h.call("wrong_totals")["result"]
+        assert wrong["isError"] is True
+        assert "output schema" in wrong["content"][0]["text"]
+        assert "structuredContent" not in wrong
+
+
+def test_invalid_arguments_list_every_failing_field_and_what_was_received(tmp_path: Path) -> None:
+    with wire_host(tmp_path) as h:
+        args = {"query": "", "limit": 99, "tags": ["ok", 5], "zzz": True}
+        r = h.call("search", args)["result"]
+        assert r["isError"] is True
+        text = r["content"][0]["text"]
+        for path in ("query", "limit", "tags.1", "(root)"):
+            assert f"  - {path}: " in text, (path, text)
+        assert "Received arguments:" in text
+        assert json.dumps(args, separators=(",", ":")) in text
+
+        r = h.call("search", {})["result"]
+        assert "  - query: Field required" in r["content"][0]["text"]
+        assert "  - limit: Field required" in r["content"][0]["text"]
+
+        # a pydantic-model parameter: the model's fields are the arguments
+        args2 = {"points": [{"x": 1}, {"x": "no"}, {"y": 2}]}
+        text = h.call("shape", args2)["result"]["content"][0]["text"]
+        for path in ("name", "points.1.x", "points.2.x"):
+            assert f"  - {path}: " in text, (path, text)
+
+        text = h.call("renamed.tool-1", {"count": "many", "label": "too long"})["result"][
+            "content"
+        ][0]["text"]
+        assert "  - count: " in text and "  - label: " in text
+
+        # valid calls: the pydantic model arrives as a model, the raw schema as a dict
+        assert text_of(h.call("shape", {"name": "tri", "points": [{"x": 1}] * 3})) == "tri:3:Shape"
+        assert text_of(h.call("search", {"query": "q", "limit": 2})) == "qx2"
+        assert text_of(h.call("renamed.tool-1", {"count": 2})) == "2xFalse"
+
+
+def test_a_raising_handler_becomes_an_error_result_without_traceback(tmp_path: Path) -> None:
+    with wire_host(tmp_path) as h:
+        for name in ("fail", "fail_sync"):
+            r = h.call(name, {"message": "disk on fire"})
+            assert r["result"]["isError"] is True
+            assert r["result"]["content"] == [{"type": "text", "text": "disk on fire"}]
+        assert b"Traceback" not in bytes(h.raw_stdout)
+        assert h.request("ping")["result"] == {}
+
+
+def test_tools_by_module_name_and_no_builtins(tmp_path: Path) -> None:
+    builtin_names = {build_tool(f).name for f in builtin_tools()}
+    with HostProcess(
+        [
+            "--root",
+            str(tmp_path),
+            "--no-entry-points",
+            "--tools",
+            "tests.tools.wire_tools",
+            "--no-builtins",
+        ]
+    ) as h:
+        h.initialize()
+        names = set(_defs(h))
+        assert {"echo", "shape", "renamed.tool-1"} <= names
+        assert not names & builtin_names
+    with HostProcess(["--root", str(tmp_path), "--no-entry-points", "--tools", WIRE_TOOLS]) as h:
+        h.initialize()
+        names = set(_defs(h))
+        assert builtin_names <= names
+        assert "echo" in names
+
+
+def test_a_broken_tool_file_stops_the_host_with_a_clear_message(tmp_path: Path) -> None:
+    bad = tmp_path / "dup_tools.py"
+    bad.write_text(
+        "from toolwire.host import tool\n"
+        "@tool(name='echo')\n"
+        "def a() -> str:\n"
+        "    '''A.'''\n"
+        "    return ''\n"
+    )
+    with HostProcess(["--no-builtins", "--tools", WIRE_TOOLS, str(bad)]) as h:
+        assert h.wait(timeout=10) != 0
+    assert "already registered" in h.stderr

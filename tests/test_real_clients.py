@@ -1,0 +1,133 @@
+"""Real, independent clients against the real host: the official MCP SDK and pygls."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client, MCPError, StdioServerParameters
+
+from tests.e2e_helpers import WIRE_TOOLS, wait_until
+from tests.hostproc import REPO
+
+
+def _host_args(root: Path) -> list[str]:
+    return [
+        "-m",
+        "toolwire.host",
+        "--root",
+        str(root),
+        "--no-builtins",
+        "--no-entry-points",
+        "--log-level",
+        "error",
+        "--tools",
+        WIRE_TOOLS,
+    ]
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+def test_official_mcp_sdk_client(tmp_path: Path, mode: str) -> None:
+    params = StdioServerParameters(command=sys.executable, args=_host_args(tmp_path), cwd=REPO)
+    progress: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(p: float, total: float | None, message: str | None) -> None:
+        progress.append((p, total, message))
+
+    async def main() -> None:
+        # "auto" first probes server/discover (2026-07-28); our prompt -32601 makes it
+        # fall back to the initialize handshake.
+        async with Client(params, mode=mode, read_timeout_seconds=20) as c:  # type: ignore[arg-type]
+            listed = await c.list_tools()
+            names = {t.name for t in listed.tools}
+            assert {"echo", "progress", "weather", "shape"} <= names
+            echo_def = next(t for t in listed.tools if t.name == "echo")
+            assert echo_def.input_schema["required"] == ["text"]
+
+            r = await c.call_tool("echo", {"text": "héllo 😀"})
+            assert r.is_error is False
+            assert r.content[0].text == "héllo 😀"  # type: ignore[union-attr]
+
+            r = await c.call_tool("progress", {"n": 4}, progress_callback=on_progress)
+            assert r.content[0].text == "done"  # type: ignore[union-attr]
+
+            r = await c.call_tool("fail", {"message": "it broke"})
+            assert r.is_error is True
+            assert r.content[0].text == "it broke"  # type: ignore[union-attr]
+
+            r = await c.call_tool("search", {"query": "", "limit": 0})
+            assert r.is_error is True
+
+            # structured output is validated by the SDK client against outputSchema
+            r = await c.call_tool("weather", {"city": "Rome"})
+            assert r.structured_content == {"city": "Rome", "celsius": 21.5}
+
+            with pytest.raises(MCPError) as e:
+                await c.call_tool("no_such_tool", {})
+            assert e.value.error.code == -32602
+
+            # the SDK's timeout sends notifications/cancelled; the handler is interrupted
+            with pytest.raises(MCPError):
+                await c.call_tool(
+                    "block", {"name": "sdk", "side": str(tmp_path)}, read_timeout_seconds=0.5
+                )
+            await anyio.to_thread.run_sync(
+                lambda: wait_until(lambda: (tmp_path / "sdk.cancelled").exists(), timeout=5)
+            )
+            r = await c.call_tool("echo", {"text": "still here"})
+            assert r.content[0].text == "still here"  # type: ignore[union-attr]
+
+    anyio.run(main)
+    assert [p[0] for p in progress] == [1, 2, 3, 4]
+    assert progress[0][1:] == (4, "step 1")
+
+
+def test_pygls_client_over_content_length(tmp_path: Path) -> None:
+    from pygls.client import JsonRPCClient
+
+    async def main() -> list[Any]:
+        client = JsonRPCClient()
+        await client.start_io(sys.executable, *_host_args(tmp_path))
+        try:
+            proto = client.protocol
+            init = await asyncio.wait_for(
+                proto.send_request_async(
+                    "initialize",
+                    {
+                        "protocolVersion": "2025-06-18",
+                        "capabilities": {},
+                        "clientInfo": {"name": "pygls", "version": "2"},
+                    },
+                ),
+                10,
+            )
+            proto.notify("initialized", {})
+            call = await asyncio.wait_for(
+                proto.send_request_async(
+                    "tools/call", {"name": "echo", "arguments": {"text": "Grüße 😀 中文 \u2028"}}
+                ),
+                10,
+            )
+            sync_call = await asyncio.wait_for(
+                proto.send_request_async(
+                    "tools/call", {"name": "echo_sync", "arguments": {"text": "x" * 100_000}}
+                ),
+                10,
+            )
+            listed = await asyncio.wait_for(proto.send_request_async("tools/list", {}), 10)
+            down = await asyncio.wait_for(proto.send_request_async("shutdown", {}), 10)
+            proto.notify("exit", {})
+            return [init, call, sync_call, listed, down]
+        finally:
+            await client.stop()
+
+    init, call, sync_call, listed, down = asyncio.run(main())
+    assert init.protocolVersion == "2025-06-18"
+    assert call.content[0].text == "Grüße 😀 中文 \u2028"
+    assert sync_call.content[0].text == "x" * 100_000
+    assert "echo" in {t.name for t in listed.tools}
+    assert down is None
