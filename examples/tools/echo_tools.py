@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Annotated
 
 from pydantic import Field
-
 from toolwire.host import ToolContext, tool
 
 
