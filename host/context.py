@@ -113,6 +113,14 @@ class ToolContext:
         if self._request is not None:
             anyio.from_thread.run_sync(self._request.report_progress, progress, total, message)
 
+    def log_from_thread(self, level: str, data: Any, logger: str | None = None) -> None:
+        """:meth:`log` for synchronous tools running in a worker thread.
+
+        Raises:
+            ValueError: ``level`` is not one of the RFC 5424 names in :data:`LOG_LEVELS`.
+        """
+        anyio.from_thread.run(self.log, level, data, logger)
+
     async def log(self, level: str, data: Any, logger: str | None = None) -> None:
         """Send ``notifications/message {level, logger?, data}`` to the client.
 

@@ -86,6 +86,10 @@ class Executor:
         except Exception as exc:
             log.debug("tool %s raised", tool.name, exc_info=True)
             return _exception_result(tool, exc)
+        except SystemExit as exc:
+            # sys.exit() in tool code ends the call, never the host.
+            log.warning("tool %s called sys.exit(%r)", tool.name, exc.code)
+            return error_result(f'Tool "{tool.name}" tried to exit (code {exc.code!r})')
         try:
             return to_result(tool, value)
         except Exception as exc:

@@ -157,6 +157,23 @@ def test_a_raising_handler_becomes_an_error_result_without_traceback(tmp_path: P
             assert r["result"]["content"] == [{"type": "text", "text": "disk on fire"}]
         assert b"Traceback" not in bytes(h.raw_stdout)
         assert h.request("ping")["result"] == {}
+        for name in ("exits", "exits_sync"):
+            r = h.call(name, {"code": 3})["result"]
+            assert r["isError"] is True and "exit" in r["content"][0]["text"]
+        assert h.request("ping")["result"] == {}
+
+
+def test_a_sync_tool_can_log(tmp_path: Path) -> None:
+    with wire_host(tmp_path) as h:
+        assert (
+            text_of(h.call("log_sync", {"level": "warning", "data": "from a thread"})) == "logged"
+        )
+        notes = [m for m in h.drain() if m.get("method") == "notifications/message"]
+        assert [n["params"] for n in notes] == [
+            {"level": "warning", "data": "from a thread", "logger": "log_sync"}
+        ]
+        r = h.call("log_sync", {"level": "nope", "data": "x"})["result"]
+        assert r["isError"] is True
 
 
 def test_tools_by_module_name_and_no_builtins(tmp_path: Path) -> None:

@@ -381,3 +381,22 @@ async def original_name(
         flag: a flag, from the docstring.
     """
     return f"{count}{label}{flag}"
+
+
+@tool
+async def exits(code: int) -> str:
+    """Call sys.exit(code): the call fails, the host stays."""
+    sys.exit(code)
+
+
+@tool
+def exits_sync(code: int) -> str:
+    """Call sys.exit(code) in a worker thread."""
+    sys.exit(code)
+
+
+@tool
+def log_sync(level: str, data: str, ctx: ToolContext) -> str:
+    """Log from a worker thread."""
+    ctx.log_from_thread(level, data)
+    return "logged"
