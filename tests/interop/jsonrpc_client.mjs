@@ -5,7 +5,7 @@
 //       --tools examples/tools/echo_tools.py --tools tests/tools/interop_tools.py
 //
 // Exercises: framing detection (the host answers in Content-Length framing), an LSP-style
-// initialize + initialized, tools/list, tools/call (including a large non-ASCII payload, so the
+// initialize + initialized, tools/list, tools/call (concurrent ones, and a large non-ASCII payload, so the
 // byte count matters), progress with a string token, -32601 and -32602 errors, `$/cancelRequest`
 // through a CancellationToken (the host answers -32800 and interrupts the tool), then the LSP
 // shutdown / exit sequence (exit code 0).
@@ -91,6 +91,21 @@ async function main() {
   exp.equal("count result", counted?.content, [{ type: "text", text: "counted to 3" }]);
   exp.equal("progress then response", order, [1, 2, 3, "response"]);
   exp.expect("progress carries the string token", progress.length === 3 && progress.every((p) => p.progressToken === "tok-1"), progress);
+
+  // Requests run concurrently: an echo sent after a slow call is answered first.
+  const finished = [];
+  await within(
+    Promise.all([
+      connection
+        .sendRequest("tools/call", { name: "steps", arguments: { n: 2, gap_ms: 150 } })
+        .then(() => finished.push("steps")),
+      connection.sendRequest("tools/call", { name: "echo", arguments: { text: "quick" } }).then(() => finished.push("echo")),
+    ]),
+    10,
+    "concurrent calls",
+  );
+  observed.completionOrder = finished;
+  exp.equal("a quick call overtakes a slow one", finished, ["echo", "steps"]);
 
   // Protocol errors arrive as ResponseError with the code.
   const unknownMethod = await settle(within(connection.sendRequest("no/such/method", {}), 5, "unknown method"));

@@ -158,6 +158,7 @@ def test_vscode_jsonrpc_client(node: str, tmp_path: Path) -> None:
     assert seen["firstBytes"].startswith("Content-Length: ")
     assert seen["initialize"]["serverInfo"]["name"] == "toolwire"
     assert [p["progress"] for p in seen["progress"]] == [1, 2, 3]
+    assert seen["completionOrder"] == ["echo", "steps"]
     assert seen["errors"]["unknownMethod"]["error"]["code"] == -32601
     assert seen["cancel"]["error"]["code"] == -32800
     assert (tmp_path / "lsp-nap-marker.txt").read_text() == "cancelled"
