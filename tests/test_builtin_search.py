@@ -134,6 +134,20 @@ async def test_grep_no_matches_and_bad_regex(tree: Path) -> None:
     assert is_error(r) and "not found" in text(r)
 
 
+async def test_grep_special_files_do_not_block(tmp_path: Path) -> None:
+    import os
+    import time
+
+    os.mkfifo(tmp_path / "pipe")
+    (tmp_path / "a.txt").write_text("hello\n")
+    start = time.monotonic()
+    r = await call(tmp_path, "grep", {"pattern": "hello", "path": "pipe"})
+    assert is_error(r) and "FIFO" in text(r)
+    r = await call(tmp_path, "grep", {"pattern": "hello"})  # a FIFO in the tree is skipped
+    assert text(r) == "a.txt:1: hello"
+    assert time.monotonic() - start < 5
+
+
 async def test_grep_long_lines_cut(tmp_path: Path) -> None:
     (tmp_path / "wide.txt").write_text("needle" + "x" * 1000 + "\n")
     r = await call(tmp_path, "grep", {"pattern": "needle"})

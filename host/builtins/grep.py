@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import stat
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -16,7 +17,7 @@ from ..context import ToolContext
 from ..results import ToolError, ToolResult
 from ..runner import RunResult, run_command
 from ..truncate import GREP_MAX_LINE_CHARS, MAX_BYTES, format_size, truncate_head, truncate_line
-from ._common import GlobMatcher, builtin_tool, display_path, find_rg, read_regular
+from ._common import GlobMatcher, builtin_tool, display_path, file_kind, find_rg, read_regular
 
 __all__ = ["grep", "rg_base_args"]
 
@@ -103,7 +104,14 @@ async def grep(
             matcher = GlobMatcher(glob)
         except ValueError as exc:
             raise ToolError(f"Invalid glob: {exc}") from None
-    single_file = not real.is_dir()
+    try:
+        mode = os.stat(real).st_mode
+    except OSError as exc:
+        raise ToolError(f"Cannot search {path}: {exc.strerror or exc}") from None
+    single_file = not stat.S_ISDIR(mode)
+    if single_file and not stat.S_ISREG(mode):
+        # ripgrep would block reading a FIFO or read a device forever.
+        raise ToolError(f"{path} is a {file_kind(mode)}, not a file or directory; not searching it")
     if single_file:
         search_dir, target = real.parent, real.name
     else:
