@@ -132,6 +132,7 @@ class _Doc:
             pos = k + 1  # keep the LF
         self.exact = "".join(pieces)
         self._fuzzy: tuple[str, list[_Line]] | None = None
+        self._fstarts: list[int] = []
 
     def exact_to_orig(self, x: int) -> int:
         return x + bisect.bisect_left(self.crlf_at, x)
@@ -151,11 +152,12 @@ class _Doc:
                 ostart += len(raw) + 1
                 fstart += len(norm) + 1
             self._fuzzy = ("\n".join(out), lines)
+            self._fstarts = [ln.fstart for ln in lines]
         return self._fuzzy
 
     def fuzzy_to_orig(self, x: int, *, end: bool) -> int:
         _, lines = self.fuzzy
-        i = bisect.bisect_right([ln.fstart for ln in lines], x) - 1
+        i = bisect.bisect_right(self._fstarts, x) - 1
         ln = lines[i]
         local = x - ln.fstart
         k = bisect.bisect_left(ln.nb, local)
