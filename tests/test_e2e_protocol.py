@@ -9,13 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e_helpers import FRAMINGS, wire_host
-from tests.hostproc import HostProcess
-
-
-def _next_non_log(h: HostProcess) -> Any:
-    return h.recv()
-
+from tests.e2e_helpers import FRAMINGS, wait_until, wire_host
 
 # ---------------------------------------------------------------------------- lifecycle
 
@@ -292,8 +286,6 @@ def test_duplicate_in_flight_id_is_refused(tmp_path: Path) -> None:
                 "params": {"name": "block", "arguments": {"name": "a", "side": str(side)}},
             }
         )
-        from tests.e2e_helpers import wait_until
-
         wait_until(lambda: (side / "a.started").exists())
         h.send({"jsonrpc": "2.0", "id": 7, "method": "ping"})
         r = h.recv()
@@ -363,8 +355,6 @@ def test_batch_of_notifications_gets_no_reply_and_empty_batch_gets_one_error(
 
 
 def test_batch_with_a_cancelled_member(tmp_path: Path) -> None:
-    from tests.e2e_helpers import wait_until
-
     with wire_host(tmp_path) as h:
         side = str(tmp_path)
         h.send(

@@ -163,6 +163,22 @@ def test_a_raising_handler_becomes_an_error_result_without_traceback(tmp_path: P
         assert h.request("ping")["result"] == {}
 
 
+def test_tool_context_call_id_and_env(tmp_path: Path) -> None:
+    with wire_host(tmp_path) as h:
+        for call_id in ("abc", 0, -7, 2**70):
+            info = json.loads(text_of(h.call("whoami", id=call_id)))
+            assert info["call_id"] == call_id
+        assert info["tool_name"] == "whoami"
+        assert info["root"] == info["cwd"] == str(tmp_path.resolve())
+    # without --root the root is the host's working directory
+    with HostProcess(
+        ["--no-builtins", "--no-entry-points", "--tools", WIRE_TOOLS], cwd=tmp_path
+    ) as h:
+        h.initialize()
+        info = json.loads(text_of(h.call("whoami")))
+        assert info["root"] == str(tmp_path.resolve())
+
+
 def test_a_sync_tool_can_log(tmp_path: Path) -> None:
     with wire_host(tmp_path) as h:
         assert (

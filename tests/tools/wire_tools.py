@@ -400,3 +400,14 @@ def log_sync(level: str, data: str, ctx: ToolContext) -> str:
     """Log from a worker thread."""
     ctx.log_from_thread(level, data)
     return "logged"
+
+
+@tool
+async def whoami(ctx: ToolContext) -> dict[str, Any]:
+    """What the context says about this call and where it runs."""
+    return {
+        "call_id": ctx.call_id,
+        "tool_name": ctx.tool_name,
+        "root": str(ctx.env.root),
+        "cwd": str(ctx.env.cwd),
+    }
