@@ -17,6 +17,7 @@ import anyio.to_thread
 from pydantic import BaseModel, ValidationError
 
 from toolwire import _json
+from toolwire.session import is_stray_cancellation
 
 from .context import ToolContext
 from .results import ToolResult, error_result, is_content_dict, json_text, to_wire_content
@@ -81,8 +82,14 @@ class Executor:
                     return error_result(
                         f'Tool "{tool.name}" timed out after {timeout:g} seconds and was cancelled'
                     )
-        except anyio.get_cancelled_exc_class():
-            raise
+        except anyio.get_cancelled_exc_class() as exc:
+            if not is_stray_cancellation():
+                raise
+            # The tool raised (or awaited) a cancellation nobody asked for: its failure.
+            log.debug("tool %s raised a stray cancellation", tool.name, exc_info=True)
+            return error_result(
+                f'Tool "{tool.name}" failed: it raised {type(exc).__name__} without being cancelled'
+            )
         except Exception as exc:
             log.debug("tool %s raised", tool.name, exc_info=True)
             return _exception_result(tool, exc)

@@ -71,6 +71,25 @@ def test_lsp_cancel_interrupts_the_handler_and_replies_32800(tmp_path: Path, fra
         assert h.request("ping")["result"] == {}
 
 
+@pytest.mark.parametrize("dialect", ["mcp", "lsp"])
+def test_cancelling_a_blocked_sync_handler(tmp_path: Path, dialect: str) -> None:
+    # a worker thread cannot be interrupted, but the call is abandoned at once: no reply
+    # (MCP) or -32800 (LSP), and the host goes on serving
+    with wire_host(tmp_path) as h:
+        h.send(_call_msg("g", "gate", {"timeout": 30}))
+        wait_until(lambda: text_of(h.call("gate_waiting")) == "1")
+        if dialect == "mcp":
+            h.notify("notifications/cancelled", {"requestId": "g"})
+        else:
+            h.notify("$/cancelRequest", {"id": "g"})
+            assert h.recv_response("g")["error"]["code"] == -32800
+        assert h.request("ping")["result"] == {}
+        h.call("open_gate")
+        wait_until(lambda: text_of(h.call("gate_waiting")) == "0")
+        h.request("ping")
+        assert not [m for m in h.drain() if isinstance(m, dict) and m.get("id") == "g"]
+
+
 def test_initialize_cannot_be_cancelled(tmp_path: Path) -> None:
     with wire_host(tmp_path, initialize=False) as h:
         h.send(

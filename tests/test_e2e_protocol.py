@@ -78,6 +78,16 @@ def test_tools_list_pages_and_cursors(tmp_path: Path) -> None:
         assert h.request("tools/list", {})["result"]["tools"]
 
 
+def test_tools_list_changed_is_announced(tmp_path: Path) -> None:
+    with wire_host(tmp_path) as h:
+        assert "late.tool" not in {t["name"] for t in h.request("tools/list")["result"]["tools"]}
+        h.call("add_tool", {"name": "late.tool"})
+        notes = [m for m in h.drain() if m.get("method") == "notifications/tools/list_changed"]
+        assert notes == [{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}]
+        assert "late.tool" in {t["name"] for t in h.request("tools/list")["result"]["tools"]}
+        assert h.call("late.tool")["result"]["content"][0]["text"] == "dynamic"
+
+
 def test_logging_set_level_filters_tool_logs(tmp_path: Path) -> None:
     with wire_host(tmp_path) as h:
         # default threshold is info: debug is dropped, info is sent

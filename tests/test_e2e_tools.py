@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+import pytest
 from toolwire.host.builtins import builtin_tools
 from toolwire.host.tools import build_tool
 
@@ -160,6 +161,26 @@ def test_a_raising_handler_becomes_an_error_result_without_traceback(tmp_path: P
         for name in ("exits", "exits_sync"):
             r = h.call(name, {"code": 3})["result"]
             assert r["isError"] is True and "exit" in r["content"][0]["text"]
+        assert h.request("ping")["result"] == {}
+
+
+@pytest.mark.parametrize("name", ["stray_cancel", "awaits_cancelled_task", "stray_cancel_sync"])
+def test_a_stray_cancellation_fails_the_call_not_the_host(tmp_path: Path, name: str) -> None:
+    # A CancelledError nobody asked for used to tear down the task group: every
+    # in-flight call was dropped and the host exited without a word.
+    with wire_host(tmp_path) as h:
+        h.send(
+            {
+                "jsonrpc": "2.0",
+                "id": "slow",
+                "method": "tools/call",
+                "params": {"name": "stamp", "arguments": {"delay": 0.5}},
+            }
+        )
+        r = h.call(name)["result"]
+        assert r["isError"] is True
+        assert "without being cancelled" in r["content"][0]["text"]
+        assert "start" in text_of(h.recv_response("slow"))
         assert h.request("ping")["result"] == {}
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -56,6 +57,26 @@ def test_requests_both_ways_with_results_and_errors(framing: str) -> None:
             with pytest.raises(JsonRpcError) as e:
                 await a.request("missing", timeout=5)
             assert e.value.code == -32601
+
+    anyio.run(main)
+
+
+def test_a_handler_raising_a_stray_cancellation_gets_32603() -> None:
+    async def main() -> None:
+        async with pair() as (a, b):
+
+            async def stray(params: Any, ctx: RequestContext) -> Any:
+                raise asyncio.CancelledError()
+
+            async def ok(params: Any, ctx: RequestContext) -> Any:
+                return "ok"
+
+            b.request_handlers["stray"] = stray
+            b.request_handlers["ok"] = ok
+            with pytest.raises(JsonRpcError) as e:
+                await a.request("stray", timeout=5)
+            assert e.value.code == -32603
+            assert await a.request("ok", timeout=5) == "ok"
 
     anyio.run(main)
 

@@ -18,6 +18,7 @@ client both use it). It owns:
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -61,6 +62,7 @@ __all__ = [
     "RequestContext",
     "RequestHandler",
     "Session",
+    "is_stray_cancellation",
 ]
 
 log = logging.getLogger("toolwire.session")
@@ -74,6 +76,22 @@ CancelDialect = Literal["mcp", "lsp"]
 
 _FLUSH_JOIN_LIMIT = 64 * 1024
 """Frames are joined into one write while the batch stays under this many bytes."""
+
+
+def is_stray_cancellation() -> bool:
+    """True when a cancellation exception runs through the current task though nothing cancelled it.
+
+    On asyncio, code can raise ``asyncio.CancelledError`` itself or await a future that
+    someone else cancelled. anyio's cancel scopes cancel through ``Task.cancel()``,
+    which ``Task.cancelling()`` counts, so a count of zero means the exception is the
+    handler's own failure: it must fail that one request, not tear down the task group
+    (and with it the whole connection). Always False on other backends.
+    """
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # no asyncio loop running: another backend
+        return False
+    return task is not None and task.cancelling() == 0
 
 
 class RequestContext:
@@ -604,7 +622,12 @@ class Session:
                 except JsonRpcError as exc:
                     reply = error_response(ctx.id, exc)
                 except anyio.get_cancelled_exc_class():
-                    raise
+                    if not is_stray_cancellation():
+                        raise
+                    log.exception(
+                        "%s: handler for %s raised a stray cancellation", self.name, ctx.method
+                    )
+                    reply = error_response(ctx.id, JsonRpcError(INTERNAL_ERROR, "Internal error"))
                 except Exception:
                     log.exception("%s: handler for %s failed", self.name, ctx.method)
                     reply = error_response(ctx.id, JsonRpcError(INTERNAL_ERROR, "Internal error"))

@@ -7,6 +7,7 @@ ran its cleanup) without trusting the host's own answers.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -411,3 +412,46 @@ async def whoami(ctx: ToolContext) -> dict[str, Any]:
         "root": str(ctx.env.root),
         "cwd": str(ctx.env.cwd),
     }
+
+
+_registry: Any = None
+
+
+def register(registry: Any) -> None:
+    """Loading hook: keep the registry so ``add_tool`` can change it at runtime."""
+    global _registry
+    _registry = registry
+
+
+@tool
+async def add_tool(name: str) -> str:
+    """Register a new tool while the host runs."""
+
+    def dynamic() -> str:
+        return "dynamic"
+
+    dynamic.__doc__ = "Added at runtime."
+    _registry.add(tool(name=name)(dynamic))
+    return "added"
+
+
+@tool
+async def stray_cancel() -> str:
+    """Raise asyncio.CancelledError although nothing cancelled the call."""
+    raise asyncio.CancelledError()
+
+
+@tool
+async def awaits_cancelled_task() -> str:
+    """Await a task someone else cancelled."""
+    task = asyncio.ensure_future(asyncio.sleep(10))
+    await asyncio.sleep(0)
+    task.cancel()
+    await task
+    return "unreachable"
+
+
+@tool
+def stray_cancel_sync() -> str:
+    """Raise asyncio.CancelledError in a worker thread."""
+    raise asyncio.CancelledError()
