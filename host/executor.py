@@ -111,8 +111,12 @@ class Executor:
 
 
 def _exception_result(tool: Tool, exc: Exception) -> dict[str, Any]:
-    message = str(exc) or type(exc).__name__
-    details = getattr(exc, "details", None)
+    """The error result for a handler that raised: its message (never a traceback)."""
+    try:
+        message = str(exc) or type(exc).__name__
+        details = getattr(exc, "details", None)
+    except Exception:  # an exception whose __str__ (or details) fails itself
+        message, details = type(exc).__name__, None
     return error_result(message, details if isinstance(details, (dict, list, str)) else None)
 
 

@@ -158,6 +158,8 @@ def test_a_raising_handler_becomes_an_error_result_without_traceback(tmp_path: P
             assert r["result"]["content"] == [{"type": "text", "text": "disk on fire"}]
         assert b"Traceback" not in bytes(h.raw_stdout)
         assert h.request("ping")["result"] == {}
+        r = h.call("fail_unprintable")["result"]
+        assert r == {"content": [{"type": "text", "text": "_Unprintable"}], "isError": True}
         for name in ("exits", "exits_sync"):
             r = h.call(name, {"code": 3})["result"]
             assert r["isError"] is True and "exit" in r["content"][0]["text"]

@@ -455,3 +455,14 @@ async def awaits_cancelled_task() -> str:
 def stray_cancel_sync() -> str:
     """Raise asyncio.CancelledError in a worker thread."""
     raise asyncio.CancelledError()
+
+
+class _Unprintable(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("cannot print me")
+
+
+@tool
+async def fail_unprintable() -> str:
+    """Raise an exception whose message cannot be computed."""
+    raise _Unprintable()
