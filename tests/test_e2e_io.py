@@ -143,3 +143,49 @@ def test_forced_framing_is_used_from_the_first_byte(tmp_path: Path) -> None:
         h.send_raw(b'{"jsonrpc":"2.0","id":1,"method":"ping"}\r\n\r\n')
         assert h.recv()["error"]["code"] == -32700
         assert h.request("ping")["result"] == {}
+
+
+@pytest.mark.parametrize("framing", FRAMINGS)
+def test_concurrent_large_replies_and_notifications_never_interleave(
+    tmp_path: Path, framing: str
+) -> None:
+    # One writer serialises output: with many big replies and progress notifications
+    # produced at once, every frame still parses on its own.
+    with wire_host(tmp_path, framing) as h:
+        texts = {f"e{i}": chr(0x4E00 + i) * (100_000 + i) for i in range(20)}
+        for i, (rid, text) in enumerate(texts.items()):
+            tool = "echo" if i % 2 else "echo_sync"
+            h.send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": rid,
+                    "method": "tools/call",
+                    "params": {"name": tool, "arguments": {"text": text}},
+                }
+            )
+            h.send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": f"p{i}",
+                    "method": "tools/call",
+                    "params": {
+                        "name": "progress",
+                        "arguments": {"n": 20},
+                        "_meta": {"progressToken": i},
+                    },
+                }
+            )
+        for rid, text in texts.items():
+            assert text_of(h.recv_response(rid, timeout=30)) == text
+        for i in range(20):
+            assert text_of(h.recv_response(f"p{i}", timeout=30)) == "done"
+        notes = [
+            m
+            for m in h.drain()
+            if isinstance(m, dict) and m.get("method") == "notifications/progress"
+        ]
+        assert len(notes) == 20 * 20
+        for i in range(20):
+            assert [
+                n["params"]["progress"] for n in notes if n["params"]["progressToken"] == i
+            ] == list(range(1, 21))
