@@ -11,6 +11,8 @@ import anyio.from_thread
 
 from toolwire.messages import RequestId
 
+from .sandbox import Sandbox
+
 if TYPE_CHECKING:
     from .server import HostServer
 
@@ -42,12 +44,14 @@ class ExecEnv:
         default_timeout: seconds a shell command may run when its call gives no
             timeout; None means no limit.
         env: extra environment variables for processes tools start.
+        sandbox: the sandbox processes run in (None: not configured, run directly).
     """
 
     root: Path
     cwd: Path
     default_timeout: float | None = None
     env: dict[str, str] = field(default_factory=dict)
+    sandbox: Sandbox | None = None
 
     @classmethod
     def at(cls, root: str | Path, **kwargs: Any) -> ExecEnv:

@@ -19,7 +19,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import anyio
 
@@ -27,11 +27,13 @@ from toolwire.framing import DEFAULT_MAX_MESSAGE_SIZE
 from toolwire.session import Session
 from toolwire.streams import FdReceiveStream, FdSendStream
 
+from .config import load_config_file
 from .context import ExecEnv
 from .executor import Executor
 from .loading import load_builtins, load_entry_points, load_tools
 from .procs import kill_descendants, set_subreaper
 from .registry import Registry
+from .sandbox import Sandbox, SandboxSettings, SandboxUnavailable, resolve_sandbox
 from .server import HostServer
 
 __all__ = ["HostConfig", "build_parser", "main", "run_host", "take_over_stdio"]
@@ -58,6 +60,10 @@ class HostConfig:
         max_message_size: largest inbound message, in bytes.
         max_threads: worker threads for synchronous tools.
         page_size: tool definitions per ``tools/list`` page.
+        sandbox: settings for the processes tools start.
+        approve: which calls need the client's approval: tool names, "destructive"
+            or "all" (empty: none).
+        approval_timeout: seconds to wait for the client's approval answer.
     """
 
     root: Path = field(default_factory=Path.cwd)
@@ -70,6 +76,9 @@ class HostConfig:
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
     max_threads: int = 256
     page_size: int = 500
+    sandbox: SandboxSettings = field(default_factory=SandboxSettings)
+    approve: list[str] = field(default_factory=list)
+    approval_timeout: float = 120.0
 
 
 def build_parser(prog: str = "toolwire serve") -> argparse.ArgumentParser:
@@ -77,6 +86,13 @@ def build_parser(prog: str = "toolwire serve") -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=prog,
         description="Run the toolwire host: JSON-RPC 2.0 (MCP tool subset) on stdin/stdout.",
+    )
+    p.add_argument(
+        "--config",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="read settings from a toolwire.toml (command-line options win)",
     )
     p.add_argument("--root", type=Path, default=None, help="directory tools act in (default: cwd)")
     p.add_argument(
@@ -96,45 +112,100 @@ def build_parser(prog: str = "toolwire serve") -> argparse.ArgumentParser:
     p.add_argument(
         "--framing",
         choices=["auto", "lsp", "ndjson"],
-        default="auto",
+        default=None,
         help="message framing (default: detect from the client's first bytes)",
     )
     p.add_argument(
         "--log-level",
-        default="warning",
+        default=None,
         choices=["debug", "info", "warning", "error", "critical"],
         help="stderr log threshold (default: warning)",
     )
     p.add_argument(
         "--timeout",
         type=float,
-        default=600.0,
+        default=None,
         help="default seconds a call may run; 0 for no limit (default: 600)",
     )
     p.add_argument(
         "--max-message-size",
         type=int,
-        default=DEFAULT_MAX_MESSAGE_SIZE,
+        default=None,
         help="largest accepted message in bytes (default: 64 MiB)",
     )
-    p.add_argument("--max-threads", type=int, default=256, help="threads for sync tools")
-    p.add_argument("--page-size", type=int, default=500, help="tools per tools/list page")
+    p.add_argument("--max-threads", type=int, default=None, help="threads for sync tools")
+    p.add_argument("--page-size", type=int, default=None, help="tools per tools/list page")
+    p.add_argument(
+        "--sandbox",
+        choices=["auto", "bwrap", "none"],
+        default=None,
+        help="run tool processes in bubblewrap: auto (when it works here, else say so), "
+        "bwrap (refuse to start without it), none (default: auto)",
+    )
+    p.add_argument(
+        "--approve",
+        action="append",
+        default=None,
+        metavar="NAMES|destructive|all",
+        help="calls that need the client's approval: comma-separated tool names, "
+        "'destructive' (tools not annotated read-only) or 'all' (default: none)",
+    )
+    p.add_argument(
+        "--approval-timeout",
+        type=float,
+        default=None,
+        help="seconds to wait for the client's approval answer (default: 120)",
+    )
     return p
 
 
 def config_from_args(ns: argparse.Namespace) -> HostConfig:
-    """Build a :class:`HostConfig` from parsed ``toolwire serve`` arguments."""
+    """Build a :class:`HostConfig` from parsed ``toolwire serve`` arguments.
+
+    Settings come from, in increasing priority: defaults, the ``--config`` file,
+    the command line.
+
+    Raises:
+        toolwire.host.config.ConfigError: the config file is unusable.
+        ValueError: a setting has an invalid value.
+    """
+    tables: dict[str, dict[str, Any]] = {"host": {}, "sandbox": {}, "approval": {}}
+    if getattr(ns, "config", None) is not None:
+        tables = load_config_file(ns.config)
+    host = dict(tables["host"])
+    known = set(HostConfig.__dataclass_fields__) - {"sandbox", "approve", "approval_timeout"}
+    unknown = set(host) - known
+    if unknown:
+        raise ValueError(f"unknown [host] settings: {sorted(unknown)}")
+
+    def pick(flag: Any, key: str, default: Any) -> Any:
+        if flag is not None:
+            return flag
+        return host.get(key, default)
+
+    timeout = pick(ns.timeout, "timeout", 600.0)
+    approve = ns.approve if ns.approve is not None else tables["approval"].get("policy", [])
+    if isinstance(approve, str):
+        approve = [approve]
+    approval_timeout = ns.approval_timeout
+    if approval_timeout is None:
+        approval_timeout = float(tables["approval"].get("timeout", 120.0))
     return HostConfig(
-        root=(ns.root or Path.cwd()),
-        tools=list(ns.tools),
-        builtins=not ns.no_builtins,
-        entry_points=not ns.no_entry_points,
-        framing=ns.framing,
-        log_level=ns.log_level,
-        timeout=ns.timeout if ns.timeout and ns.timeout > 0 else None,
-        max_message_size=ns.max_message_size,
-        max_threads=ns.max_threads,
-        page_size=max(1, ns.page_size),
+        root=Path(pick(ns.root, "root", Path.cwd())),
+        tools=list(host.get("tools", [])) + list(ns.tools),
+        builtins=not ns.no_builtins and bool(host.get("builtins", True)),
+        entry_points=not ns.no_entry_points and bool(host.get("entry_points", True)),
+        framing=pick(ns.framing, "framing", "auto"),
+        log_level=pick(ns.log_level, "log_level", "warning"),
+        timeout=float(timeout) if timeout and float(timeout) > 0 else None,
+        max_message_size=int(
+            pick(ns.max_message_size, "max_message_size", DEFAULT_MAX_MESSAGE_SIZE)
+        ),
+        max_threads=int(pick(ns.max_threads, "max_threads", 256)),
+        page_size=max(1, int(pick(ns.page_size, "page_size", 500))),
+        sandbox=SandboxSettings.from_table(tables["sandbox"], ns.sandbox),
+        approve=[name.strip() for item in approve for name in str(item).split(",") if name.strip()],
+        approval_timeout=approval_timeout,
     )
 
 
@@ -170,10 +241,13 @@ def build_registry(config: HostConfig) -> Registry:
 
 def describe(config: HostConfig, env: ExecEnv) -> str:
     """The ``instructions`` text sent in ``initialize``."""
-    return (
+    text = (
         f"Tools run in a separate host process and act inside the directory {env.root}. "
         "Relative paths are resolved against it; paths outside it are refused."
     )
+    if env.sandbox is not None:
+        text += " " + env.sandbox.describe()
+    return text
 
 
 async def run_host(
@@ -183,10 +257,12 @@ async def run_host(
     registry: Registry | None = None,
     *,
     exit_grace: float | None = None,
+    sandbox: Sandbox | None = None,
 ) -> int:
     """Serve one connection on the given descriptors until EOF, ``exit`` or SIGTERM.
 
     Args:
+        sandbox: the resolved sandbox (resolved from ``config.sandbox`` when None).
         exit_grace: when set (``main`` does), seconds the process is given to wind
             down once the connection starts closing; a handler that shields itself
             from cancellation cannot hold the process longer: a watchdog thread then
@@ -196,7 +272,9 @@ async def run_host(
     Returns:
         The process exit code: 0, or 1 for an LSP ``exit`` without ``shutdown``.
     """
-    env = ExecEnv.at(config.root, default_timeout=None)
+    env = ExecEnv.at(
+        config.root, default_timeout=None, sandbox=sandbox or resolve_sandbox(config.sandbox)
+    )
     if registry is None:
         registry = build_registry(config)
     server = HostServer(
@@ -248,8 +326,12 @@ async def run_host(
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of ``toolwire serve`` / ``python -m toolwire.host``; never returns."""
-    ns = build_parser().parse_args(argv)
-    config = config_from_args(ns)
+    parser = build_parser()
+    ns = parser.parse_args(argv)
+    try:
+        config = config_from_args(ns)
+    except (ValueError, TypeError) as exc:
+        parser.error(str(exc))
     read_fd, write_fd = take_over_stdio()
     logging.basicConfig(
         stream=sys.stderr,
@@ -261,9 +343,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         if not config.root.is_dir():
             raise SystemExit(f"toolwire serve: --root {config.root} is not a directory")
+        try:
+            sandbox = resolve_sandbox(config.sandbox)
+        except SandboxUnavailable as exc:
+            raise SystemExit(f"toolwire serve: {exc}; refusing to run unsandboxed") from None
+        if not sandbox.active and config.sandbox.mode != "none":
+            log.warning("%s", sandbox.describe())
         registry = build_registry(config)
         code = anyio.run(
-            functools.partial(run_host, exit_grace=EXIT_GRACE),
+            functools.partial(run_host, exit_grace=EXIT_GRACE, sandbox=sandbox),
             config,
             read_fd,
             write_fd,
