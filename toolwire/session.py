@@ -4,8 +4,10 @@ One :class:`Session` serves one connection, in either direction (the host and th
 client both use it). It owns:
 
 * the read loop: framing detection, decoding, envelope validation, error replies;
-* concurrent dispatch: each inbound request runs in its own task of one task group,
-  so a slow request never delays another;
+* concurrent dispatch: inbound requests run in worker tasks of one anyio task group,
+  one request per task at a time, each under its own cancel scope; whenever a request
+  is taken while others wait and no worker is free, another worker task starts, so a
+  slow request never delays another (idle workers are parked and reused);
 * cancellation of inbound requests in both dialects: MCP
   ``notifications/cancelled {requestId, reason?}`` (nothing more is sent for that
   request, MCP 2025-11-25 "Cancellation") and LSP ``$/cancelRequest {id}`` (the
@@ -21,10 +23,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Literal
 
 import anyio
+import anyio.lowlevel
 from anyio.abc import ByteReceiveStream, ByteSendStream, TaskGroup
 
 from . import _json
@@ -73,6 +77,9 @@ NotificationHandler = Callable[[Any], Any]
 """``def handler(params) -> None``, run inline in the read loop; keep it short."""
 
 CancelDialect = Literal["mcp", "lsp"]
+
+_MAX_PARKED_WORKERS = 32
+"""Idle request workers kept parked for reuse; more than this many exit."""
 
 _FLUSH_JOIN_LIMIT = 64 * 1024
 """Frames are joined into one write while the batch stays under this many bytes."""
@@ -267,6 +274,10 @@ class Session:
         self._writer_done = anyio.Event()
         self.flush_timeout = 1.0
         self._requests_tg: TaskGroup | None = None
+        # Worker pool: queued request jobs, parked idle workers, workers about to take a job.
+        self._jobs: deque[tuple[RequestHandler, Any, RequestContext]] = deque()
+        self._parked: deque[anyio.Event] = deque()
+        self._ready = 0
         self._read_scope: anyio.CancelScope | None = None
 
     # ----------------------------------------------------------------- properties
@@ -607,7 +618,52 @@ class Session:
             return
         ctx = RequestContext(self, req.id, req.method, req.params, batch)
         self._in_flight[req.id] = ctx
-        tg.start_soon(self._run_request, handler, req.params, ctx)
+        self._jobs.append((handler, req.params, ctx))
+        if self._parked:
+            self._ready += 1
+            self._parked.popleft().set()
+        elif self._ready == 0:
+            self._ready += 1
+            tg.start_soon(self._worker, tg)
+
+    async def _worker(self, tg: TaskGroup) -> None:
+        """Run queued requests, one at a time, in this task of the requests' task group.
+
+        A worker that takes a job while more are waiting and no other worker is about
+        to take them starts one more worker first, so a request that suspends (a slow
+        tool) never holds up the ones behind it: each waits at most one scheduling
+        round. Spawning an anyio task costs ~15-50 µs; handing a job to a ready worker
+        costs ~1 µs, which is where the pipelined throughput comes from.
+        """
+        self._ready -= 1
+        jobs = self._jobs
+        streak = 0
+        while True:
+            if not jobs:
+                if len(self._parked) >= _MAX_PARKED_WORKERS:
+                    return
+                event = anyio.Event()
+                self._parked.append(event)
+                try:
+                    await event.wait()
+                except BaseException:
+                    if event in self._parked:
+                        self._parked.remove(event)
+                    elif event.is_set():
+                        self._ready -= 1  # woken for a job it will never take
+                    raise
+                self._ready -= 1
+                streak = 0
+                continue
+            handler, params, ctx = jobs.popleft()
+            if jobs and self._ready == 0:
+                self._ready += 1
+                tg.start_soon(self._worker, tg)
+            await self._run_request(handler, params, ctx)
+            streak += 1
+            if streak >= 64:  # let the reader and writer run during a long burst
+                streak = 0
+                await anyio.lowlevel.checkpoint()
 
     async def _run_request(self, handler: RequestHandler, params: Any, ctx: RequestContext) -> None:
         reply: dict[str, Any] | None = None
