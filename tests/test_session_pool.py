@@ -89,3 +89,29 @@ def test_workers_are_reused_after_a_burst() -> None:
             assert results == ["done"]
 
     anyio.run(main)
+
+
+def test_set_deadline_answers_with_the_expiry_result_and_interrupts_the_handler() -> None:
+    async def main() -> None:
+        async with pair() as (a, b):
+            interrupted = anyio.Event()
+
+            async def slow(params: Any, ctx: RequestContext) -> Any:
+                assert ctx.set_deadline(0.05, lambda: {"timedOut": True})
+                try:
+                    await anyio.sleep(30)
+                finally:
+                    interrupted.set()
+                return {"timedOut": False}
+
+            async def quick(params: Any, ctx: RequestContext) -> Any:
+                assert ctx.set_deadline(30, lambda: {"timedOut": True})
+                return {"timedOut": False}
+
+            b.request_handlers["slow"] = slow
+            b.request_handlers["quick"] = quick
+            assert await a.request("slow", {}, timeout=10) == {"timedOut": True}
+            assert interrupted.is_set()
+            assert await a.request("quick", {}, timeout=10) == {"timedOut": False}
+
+    anyio.run(main)

@@ -116,6 +116,7 @@ class RequestContext:
         "_batch",
         "_done",
         "_last_progress",
+        "_on_expiry",
         "_scope",
         "cancelled_by",
         "id",
@@ -142,6 +143,7 @@ class RequestContext:
         self._done = False
         self._last_progress: float | None = None
         self._batch = batch
+        self._on_expiry: Callable[[], Any] | None = None
 
     @property
     def done(self) -> bool:
@@ -155,6 +157,22 @@ class RequestContext:
         self.cancelled_by = dialect
         if self._scope is not None:
             self._scope.cancel()
+
+    def set_deadline(self, seconds: float, on_expiry: Callable[[], Any]) -> bool:
+        """Give the handler ``seconds`` to finish; past that it is cancelled and the
+        request is answered with ``on_expiry()`` as its result.
+
+        Costs one attribute write on the request's own cancel scope (no extra scope).
+        Call it from inside the handler.
+
+        Returns:
+            False when the request is not running under a scope (nothing was set).
+        """
+        if self._scope is None:
+            return False
+        self._scope.deadline = anyio.current_time() + seconds
+        self._on_expiry = on_expiry
+        return True
 
     def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None
@@ -691,6 +709,12 @@ class Session:
                 reply = error_response(ctx.id, JsonRpcError(REQUEST_CANCELLED, "Request cancelled"))
             elif ctx.cancelled_by == "mcp":
                 reply = None  # MCP: nothing more is sent for a cancelled request
+            elif scope.cancelled_caught and ctx._on_expiry is not None:
+                try:
+                    reply = {"jsonrpc": "2.0", "id": ctx.id, "result": ctx._on_expiry()}
+                except Exception:
+                    log.exception("%s: expiry handler for %s failed", self.name, ctx.method)
+                    reply = error_response(ctx.id, JsonRpcError(INTERNAL_ERROR, "Internal error"))
         finally:
             ctx._done = True
             if self._in_flight.get(ctx.id) is ctx:
