@@ -17,12 +17,35 @@ Synchronous, for scripts::
     with connect_sync(host_command(root=".")) as c:
         print(c.call_tool("ls", {"path": "."}).text)
 
-The command line (``toolwire serve|list|call|demo``) lives in
-:mod:`toolwire.client.cli`.
+Approval of calls the host's policy marks (``toolwire serve --approve ...``)::
+
+    async def approve(req: ApprovalRequest) -> ApprovalDecision:
+        return ApprovalDecision.allow() if req.read_only else ApprovalDecision.deny("no")
+
+    async with Client.spawn(host_command(extra_args=["--approve", "all"]),
+                            on_approval=approve) as c: ...
+
+Batches (``tools/callBatch``, with a fallback to concurrent ``tools/call``)::
+
+    batch = await c.call_batch([{"id": "a", "name": "ls", "arguments": {}}], on_event=print)
+
+The agent loop and model providers: :mod:`toolwire.client.agent`,
+:mod:`toolwire.client.providers`, :mod:`toolwire.client.adapters`. The command line
+(``toolwire serve|list|call|agent|demo``) lives in :mod:`toolwire.client.cli`.
 """
 
 from __future__ import annotations
 
+from .approval import ApprovalCallback, ApprovalDecision, ApprovalRequest
+from .batch import (
+    BatchCall,
+    BatchEvent,
+    BatchProgress,
+    BatchResult,
+    CallEnded,
+    CallProgress,
+    CallStarted,
+)
 from .client import (
     MODEL_ERROR_CODES,
     CallTimeout,
@@ -38,6 +61,16 @@ from .sync import SyncClient, connect_sync
 
 __all__ = [
     "MODEL_ERROR_CODES",
+    "ApprovalCallback",
+    "ApprovalDecision",
+    "ApprovalRequest",
+    "BatchCall",
+    "BatchEvent",
+    "BatchProgress",
+    "BatchResult",
+    "CallEnded",
+    "CallProgress",
+    "CallStarted",
     "CallTimeout",
     "Client",
     "LogMessage",

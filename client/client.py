@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 import anyio.abc
@@ -38,6 +38,7 @@ from toolwire.errors import (
     CONNECTION_CLOSED,
     INTERNAL_ERROR,
     INVALID_PARAMS,
+    METHOD_NOT_FOUND,
     REQUEST_TIMEOUT,
     JsonRpcError,
 )
@@ -56,6 +57,11 @@ from toolwire.models import (
     dump,
 )
 from toolwire.session import RequestContext, Session
+
+from .approval import APPROVAL_CAPABILITY, ApprovalCallback, ApprovalRequest, decide
+
+if TYPE_CHECKING:
+    from .batch import BatchCall, BatchEventCallback, BatchMode, BatchResult
 
 __all__ = [
     "MODEL_ERROR_CODES",
@@ -276,6 +282,13 @@ class Client:
         log_level: when set, sent with ``logging/setLevel`` after the handshake.
         on_log: called with each :class:`LogMessage` the host sends.
         on_tools_changed: called (no arguments) on ``notifications/tools/list_changed``.
+        on_approval: answers the host's ``toolwire/approve`` requests (see
+            :mod:`toolwire.client.approval`); giving it adds the capability
+            ``{"toolwire": {"approval": true}}`` to ``initialize``. Without it the host
+            denies every call its policy wants approved.
+        use_call_batch: False never sends ``tools/callBatch``: :meth:`call_batch` then
+            always runs its calls as concurrent ``tools/call`` requests (as it does by
+            itself once a host answered -32601).
     """
 
     def __init__(
@@ -293,6 +306,8 @@ class Client:
         log_level: str | None = None,
         on_log: Callable[[LogMessage], object] | None = None,
         on_tools_changed: Callable[[], object] | None = None,
+        on_approval: ApprovalCallback | None = None,
+        use_call_batch: bool = True,
         _spawn: _Spawn | None = None,
     ) -> None:
         if (receive is None or send is None) and _spawn is None:
@@ -304,6 +319,11 @@ class Client:
             client_info or {"name": "toolwire-client", "version": __version__}
         )
         self.capabilities: dict[str, Any] = dict(capabilities or {})
+        self.on_approval = on_approval
+        if on_approval is not None:
+            ours = dict(self.capabilities.get("toolwire") or {})
+            ours.update(APPROVAL_CAPABILITY["toolwire"])
+            self.capabilities["toolwire"] = ours
         self.framing: Framing = framing
         self.cancel_dialect: Literal["mcp", "lsp"] = cancel_dialect
         self.raise_on_protocol_error = raise_on_protocol_error
@@ -315,6 +335,8 @@ class Client:
         self._session: Session | None = None
         self._init: InitializeResult | None = None
         self._progress: dict[RequestId, ProgressCallback] = {}
+        self._batch_listeners: dict[RequestId, BatchEventCallback] = {}
+        self._batch_supported: bool | None = None if use_call_batch else False
         self._stack: AsyncExitStack | None = None
         self._process: anyio.abc.Process | None = None
         self._stderr_buf = bytearray()
@@ -425,9 +447,14 @@ class Client:
                 "notifications/progress": self._on_progress,
                 "notifications/message": self._on_message,
                 "notifications/tools/list_changed": self._on_list_changed,
+                "notifications/toolwire/callStarted": self._on_call_started,
+                "notifications/toolwire/callProgress": self._on_call_progress,
+                "notifications/toolwire/callEnded": self._on_call_ended,
             }
         )
         session.request_handlers["ping"] = _answer_ping
+        if self.on_approval is not None:
+            session.request_handlers["toolwire/approve"] = self._answer_approve
         self._session = session
         await stack.enter_async_context(session.running())
         await self._handshake(session)
@@ -711,6 +738,249 @@ class Client:
         except ValidationError as exc:
             raise JsonRpcError(INTERNAL_ERROR, f"malformed tools/call result: {exc}") from None
         return ToolCallResult(call_id, name, result)
+
+    async def call_batch(
+        self,
+        calls: Sequence[BatchCall | Mapping[str, Any]],
+        *,
+        mode: BatchMode | None = None,
+        stop_reason: str | None = None,
+        on_event: BatchEventCallback | None = None,
+        timeout: float | None = None,
+        fallback: bool = True,
+    ) -> BatchResult:
+        """Run several calls in one ``tools/callBatch`` request (protocol.md, "Batches").
+
+        Args:
+            calls: :class:`~toolwire.client.batch.BatchCall` objects or mappings
+                ``{id, name, arguments?}``; ids (strings or integers) unique in the batch.
+            mode: "parallel" (the host's default) or "sequential". The host makes a
+                batch sequential anyway when a call targets a sequential tool.
+            stop_reason: the stop reason of the model message the calls come from;
+                "length" makes the host run none of them (each gets an error result
+                asking to re-issue it).
+            on_event: receives :data:`~toolwire.client.batch.BatchEvent` objects (call
+                started, progress, ended; batch progress); giving it attaches a
+                progress token to the request.
+            timeout: seconds for the whole batch (None: :attr:`call_timeout`).
+            fallback: when the host answers -32601 (no ``tools/callBatch``, as any
+                plain MCP server), run the calls as concurrent ``tools/call`` requests
+                with the same rules applied here (length rule, source-order results,
+                terminate); False raises the error instead. The answer is remembered
+                for this connection.
+
+        Returns:
+            One result per call, in source order, paired by call id.
+
+        Raises:
+            JsonRpcError: -32602 for a malformed batch (duplicate ids, unknown mode),
+                -32001 on timeout, -32000 when the connection closed, -32603 for a
+                malformed answer.
+        """
+        from .batch import BatchCall
+
+        items = [BatchCall.of(c) for c in calls]
+        if mode not in (None, "parallel", "sequential"):
+            raise JsonRpcError(INVALID_PARAMS, f"unknown batch mode {mode!r}")
+        if timeout is None:
+            timeout = self.call_timeout
+        if self._batch_supported is not False:
+            try:
+                result = await self._call_batch_wire(items, mode, stop_reason, on_event, timeout)
+            except JsonRpcError as exc:
+                if exc.code != METHOD_NOT_FOUND or not fallback:
+                    raise
+                log.info("the host has no tools/callBatch; running the calls one request each")
+                self._batch_supported = False
+            else:
+                self._batch_supported = True
+                return result
+        return await self._call_batch_emulated(items, mode, stop_reason, on_event, timeout)
+
+    @property
+    def batch_supported(self) -> bool | None:
+        """Whether the host answered ``tools/callBatch`` (None until the first batch)."""
+        return self._batch_supported
+
+    async def _call_batch_wire(
+        self,
+        items: list[BatchCall],
+        mode: str | None,
+        stop_reason: str | None,
+        on_event: BatchEventCallback | None,
+        timeout: float | None,
+    ) -> BatchResult:
+        from .batch import BatchProgress, BatchResult
+
+        session = self.session
+        params: dict[str, Any] = {"calls": [c.to_wire() for c in items]}
+        if mode is not None:
+            params["mode"] = mode
+        if stop_reason is not None:
+            params["stopReason"] = stop_reason
+        token: RequestId | None = None
+        if on_event is not None:
+            token = session._next_id  # the id this request will carry (see call_tool)
+            params["_meta"] = {"progressToken": token}
+            self._batch_listeners[token] = on_event
+
+            def batch_progress(p: Progress) -> None:
+                on_event(BatchProgress(p.progress, p.total, p.message))
+
+            self._progress[token] = batch_progress
+        try:
+            raw = await session.request("tools/callBatch", params, timeout=timeout)
+        finally:
+            if token is not None:
+                self._batch_listeners.pop(token, None)
+                self._progress.pop(token, None)
+        try:
+            entries = raw["results"]
+            if not isinstance(entries, list) or len(entries) != len(items):
+                raise ValueError(f"{len(items)} calls but {len(entries)} results")
+            results = []
+            for call, entry in zip(items, entries, strict=True):
+                if entry.get("id") != call.id:
+                    raise ValueError(f"result for id {entry.get('id')!r} where {call.id!r} was due")
+                res = CallToolResult.model_validate(entry["result"])
+                results.append(ToolCallResult(call.id, str(entry.get("name", call.name)), res))
+        except (KeyError, TypeError, AttributeError, ValueError, ValidationError) as exc:
+            raise JsonRpcError(INTERNAL_ERROR, f"malformed tools/callBatch result: {exc}") from None
+        return BatchResult(results, bool(raw.get("terminate")))
+
+    async def _call_batch_emulated(
+        self,
+        items: list[BatchCall],
+        mode: str | None,
+        stop_reason: str | None,
+        on_event: BatchEventCallback | None,
+        timeout: float | None,
+    ) -> BatchResult:
+        from .batch import (
+            LENGTH_NOT_RUN_MESSAGE,
+            BatchEvent,
+            BatchProgress,
+            BatchResult,
+            CallEnded,
+            CallProgress,
+            CallStarted,
+        )
+
+        ids = [c.id for c in items]
+        if len(set(ids)) != len(ids):
+            raise JsonRpcError(INVALID_PARAMS, "the ids of a batch's calls must be unique")
+        total = len(items)
+        finished = 0
+        results: list[ToolCallResult | None] = [None] * total
+
+        def emit(event: BatchEvent) -> None:
+            if on_event is not None:
+                try:
+                    on_event(event)
+                except Exception:
+                    log.exception("batch event callback failed")
+
+        def done(i: int, res: ToolCallResult) -> None:
+            nonlocal finished
+            results[i] = res
+            finished += 1
+            emit(CallEnded(res.call_id, res.is_error))
+            emit(BatchProgress(finished, total, f"{res.name} finished"))
+
+        if stop_reason == "length":
+            for i, call in enumerate(items):
+                emit(CallStarted(call.id, call.name))
+                text = LENGTH_NOT_RUN_MESSAGE.format(name=call.name)
+                result = CallToolResult(content=[TextContent(text=text)], is_error=True)
+                done(i, ToolCallResult(call.id, call.name, result))
+            return BatchResult([r for r in results if r is not None], False, emulated=True)
+
+        async def run_one(i: int, call: BatchCall) -> None:
+            emit(CallStarted(call.id, call.name))
+            on_progress: ProgressCallback | None = None
+            if on_event is not None:
+
+                def on_progress(p: Progress) -> None:
+                    emit(CallProgress(call.id, p))
+
+            res = await self.call_tool(
+                call.name, call.arguments, on_progress=on_progress, raise_on_protocol_error=False
+            )
+            done(i, ToolCallResult(call.id, call.name, res.result, res.protocol_error))
+
+        try:
+            with anyio.fail_after(timeout):
+                if mode == "sequential":
+                    for i, call in enumerate(items):
+                        await run_one(i, call)
+                else:
+                    async with anyio.create_task_group() as tg:
+                        for i, call in enumerate(items):
+                            tg.start_soon(run_one, i, call)
+        except TimeoutError:
+            raise JsonRpcError(
+                REQUEST_TIMEOUT, f"Batch timed out after {timeout:g}s", {"timeout": timeout}
+            ) from None
+        final = [r for r in results if r is not None]
+        terminate = bool(final) and all(r.terminate and not r.is_error for r in final)
+        return BatchResult(final, terminate, emulated=True)
+
+    # ------------------------------------------------------------------ host → client requests
+
+    async def _answer_approve(self, params: Any, ctx: RequestContext) -> dict[str, Any]:
+        """Host → client ``toolwire/approve``: ask :attr:`on_approval`, answer its decision."""
+        request = ApprovalRequest.from_params(params)
+        if self.on_approval is None:  # pragma: no cover - the handler is registered only with one
+            return {"decision": "deny", "reason": "this client approves nothing"}
+        return (await decide(self.on_approval, request)).to_wire()
+
+    # ------------------------------------------------------------------ notifications
+
+    def _batch_event(self, params: Any, build: Callable[[dict[str, Any]], Any]) -> None:
+        if type(params) is not dict:
+            return
+        listener = self._batch_listeners.get(params.get("progressToken"))  # type: ignore[arg-type]
+        if listener is None:
+            return
+        try:
+            event = build(params)
+        except (KeyError, TypeError, ValueError):
+            log.debug("ignoring a malformed batch notification: %r", params)
+            return
+        try:
+            listener(event)
+        except Exception:
+            log.exception("batch event callback failed")
+
+    def _on_call_started(self, params: Any) -> None:
+        from .batch import CallStarted
+
+        self._batch_event(params, lambda p: CallStarted(p["callId"], str(p.get("name", ""))))
+
+    def _on_call_progress(self, params: Any) -> None:
+        from .batch import CallProgress
+
+        def build(p: dict[str, Any]) -> CallProgress:
+            progress = p["progress"]
+            if not isinstance(progress, int | float):
+                raise TypeError("progress must be a number")
+            total = p.get("total")
+            message = p.get("message")
+            return CallProgress(
+                p["callId"],
+                Progress(
+                    progress,
+                    total if isinstance(total, int | float) else None,
+                    message if isinstance(message, str) else None,
+                ),
+            )
+
+        self._batch_event(params, build)
+
+    def _on_call_ended(self, params: Any) -> None:
+        from .batch import CallEnded
+
+        self._batch_event(params, lambda p: CallEnded(p["callId"], bool(p.get("isError"))))
 
     # ------------------------------------------------------------------ notifications
 

@@ -186,7 +186,8 @@ async def test_unknown_tool_is_an_error_result(tmp_path: Path) -> None:
 
 async def test_invalid_arguments_are_an_error_result(tmp_path: Path) -> None:
     async with spawn(tmp_path) as c:
-        res = await c.call_tool("echo", {"text": 5})
+        # A list is not a string under any coercion rule (a number would be coerced).
+        res = await c.call_tool("echo", {"text": [5]})
     assert res.is_error and res.protocol_error is None
     assert "text" in res.text
 
