@@ -1,10 +1,16 @@
-"""The ``toolwire`` command line: serve, list, call, demo.
+"""The ``toolwire`` command line: serve, list, call, agent, demo.
 
 ``toolwire serve`` runs the host on stdio (its arguments go to
 :func:`toolwire.host.serve.main`, imported only then). ``list`` and ``call`` spawn a
 host (or any MCP stdio server given with ``--server``), talk to it through
-:class:`~toolwire.client.Client` and end it. ``demo`` runs the recorded coding
-session of :mod:`toolwire.client.demo`.
+:class:`~toolwire.client.Client` and end it. ``agent`` runs the agent loop with an
+OpenAI-compatible model endpoint against a spawned host, once for a prompt given on the
+command line or in an interactive session. ``demo`` runs the recorded coding session
+of :mod:`toolwire.client.demo` through the agent loop with a scripted model.
+
+``call`` and ``agent`` take ``--approve NAMES|destructive|all`` (passed on to the
+spawned host: those calls then need approval) and ask on the terminal before each
+such call; ``--yes`` allows them all without asking.
 
 Exit codes of ``call``: 0 for a result, 1 for an error result (``isError``, an
 unknown tool, invalid arguments), 2 for a usage error, 3 when the host could not be
@@ -101,8 +107,23 @@ def parse_call_arguments(items: Sequence[str], args_json: str | None) -> dict[st
     return out
 
 
-def _add_host_options(p: argparse.ArgumentParser) -> None:
+def _add_host_options(p: argparse.ArgumentParser, *, approval: bool = False) -> None:
     g = p.add_argument_group("host")
+    if approval:
+        g.add_argument(
+            "--approve",
+            action="append",
+            default=[],
+            metavar="NAMES|destructive|all",
+            help="the host asks before running these calls (tool names, comma-separated; "
+            "'destructive': tools not marked read-only; 'all'); you answer on the terminal",
+        )
+        g.add_argument(
+            "-y",
+            "--yes",
+            action="store_true",
+            help="allow every call the host asks about without prompting",
+        )
     g.add_argument("--root", type=Path, help="directory the tools act in (default: cwd)")
     g.add_argument(
         "--tools",
@@ -157,7 +178,30 @@ def build_parser() -> argparse.ArgumentParser:
     cp.add_argument(
         "--timeout", type=float, default=None, metavar="S", help="give up after S seconds"
     )
-    _add_host_options(cp)
+    _add_host_options(cp, approval=True)
+
+    ap = sub.add_parser(
+        "agent",
+        help="let a model (OpenAI-compatible endpoint) use the host's tools",
+        description="Run the agent loop: the model calls the host's tools until it is done. "
+        "With a PROMPT, one run; without, an interactive session (an empty line ends it).",
+    )
+    ap.add_argument("prompt", nargs="?", help="the task (default: ask interactively)")
+    ap.add_argument("--model", required=True, help="the model name sent to the endpoint")
+    ap.add_argument(
+        "--base-url",
+        help="the API root, e.g. http://localhost:8000/v1 (default: $OPENAI_BASE_URL or OpenAI)",
+    )
+    ap.add_argument(
+        "--api-key-env",
+        default="OPENAI_API_KEY",
+        metavar="VAR",
+        help="environment variable holding the API key (default: OPENAI_API_KEY)",
+    )
+    ap.add_argument("--stream", action="store_true", help="stream the model's answers")
+    ap.add_argument("--system", help="the system prompt (the tools' section is appended)")
+    ap.add_argument("--max-turns", type=int, default=25, help="model calls per prompt at most")
+    _add_host_options(ap, approval=True)
 
     dp = sub.add_parser("demo", help="watch a recorded coding session fix a bug through the host")
     dp.add_argument("--keep", action="store_true", help="keep the project copy and print its path")
@@ -185,7 +229,10 @@ def _spawn_command(ns: argparse.Namespace) -> list[str]:
 
     if ns.server:
         return shlex.split(ns.server)
-    return host_command(root=ns.root, tools=ns.tools, builtins=not ns.no_builtins)
+    extra: list[str] = []
+    for policy in getattr(ns, "approve", []):
+        extra += ["--approve", policy]
+    return host_command(root=ns.root, tools=ns.tools, builtins=not ns.no_builtins, extra_args=extra)
 
 
 def _err_console() -> Any:
@@ -212,11 +259,12 @@ async def _list(ns: argparse.Namespace) -> int:
 
 async def _call(ns: argparse.Namespace, arguments: dict[str, Any]) -> int:
     from .client import CallTimeout, Client
-    from .render import ProgressPrinter, content_text, summarize
+    from .render import ProgressPrinter, TerminalApprover, content_text, summarize
 
     err = _err_console()
-    async with Client.spawn(_spawn_command(ns)) as c:
-        printer = ProgressPrinter(err, f"{ns.name} …")
+    printer = ProgressPrinter(err, f"{ns.name} …")
+    approver = TerminalApprover(err, assume_yes=ns.yes, pause=printer.paused)
+    async with Client.spawn(_spawn_command(ns), on_approval=approver) as c:
         try:
             with printer.showing():
                 res = await c.call_tool(ns.name, arguments, on_progress=printer, timeout=ns.timeout)
@@ -260,6 +308,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if ns.command == "call":
             arguments = parse_call_arguments(ns.arguments, ns.args_json)
             return _run_async(_call, ns, arguments)
+        if ns.command == "agent":
+            from .agent_cli import run_agent_cli
+
+            return _run_async(run_agent_cli, ns)
         if ns.command == "demo":
             from .demo import run_demo_cli
 

@@ -25,10 +25,12 @@ from toolwire.models import (
     ToolDefinition,
 )
 
+from .approval import ApprovalDecision, ApprovalRequest
 from .client import Progress, ToolCallResult
 
 __all__ = [
     "ProgressPrinter",
+    "TerminalApprover",
     "clip",
     "content_text",
     "parameters_summary",
@@ -192,6 +194,19 @@ class ProgressPrinter:
             status = _progress_status(last) if last is not None else ""
             self.console.print(f"  [dim]progress: {self.count} updates, last {status}[/dim]")
 
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """Hide the live bar for the duration of the block (e.g. while asking a question)."""
+        bar = self._bar
+        if bar is None:
+            yield
+            return
+        bar.stop()
+        try:
+            yield
+        finally:
+            bar.start()
+
     def __call__(self, p: Progress) -> None:
         self.count += 1
         self.last = p
@@ -216,3 +231,67 @@ def _progress_status(p: Progress) -> str:
     if len(msg) > 70:
         msg = msg[:69] + "…"
     return f"{amount} {msg}".strip()
+
+
+class TerminalApprover:
+    """An approval callback that asks on the terminal (y/N) for each call the host marks.
+
+    Shows the tool, whether it declares itself read-only, and its arguments, then reads
+    one line from stdin in a worker thread (one question at a time, so parallel calls
+    do not interleave their prompts). "y" or "yes" allows; anything else, or end of
+    input (stdin closed or not a terminal), denies with a reason the model sees.
+
+    Args:
+        console: where the question is printed (the CLI uses stderr).
+        assume_yes: allow everything without asking (``--yes``).
+        pause: a context manager factory that hides a live display while asking.
+    """
+
+    def __init__(
+        self,
+        console: Console,
+        *,
+        assume_yes: bool = False,
+        pause: Any = None,
+    ) -> None:
+        self.console = console
+        self.assume_yes = assume_yes
+        self.pause = pause
+        self.asked = 0
+        self._lock: Any = None
+
+    async def __call__(self, request: ApprovalRequest) -> ApprovalDecision:
+        import anyio
+
+        if self.assume_yes:
+            return ApprovalDecision.allow(reason="--yes")
+        if self._lock is None:
+            self._lock = anyio.Lock()
+        async with self._lock:
+            self.asked += 1
+            decision: ApprovalDecision = await anyio.to_thread.run_sync(self._ask, request)
+            return decision
+
+    def _ask(self, request: ApprovalRequest) -> ApprovalDecision:
+        from contextlib import nullcontext
+
+        hint = "read-only" if request.read_only else "may change things"
+        args = json.dumps(request.arguments, indent=2, ensure_ascii=False)
+        with self.pause() if self.pause is not None else nullcontext():
+            self.console.print(
+                Panel(
+                    Text(clip(args, head=20, tail=5)),
+                    title=f"approve call {escape(str(request.call_id))}: "
+                    f"[cyan]{escape(request.name)}[/cyan] ({hint})",
+                    title_align="left",
+                    border_style="yellow",
+                )
+            )
+            try:
+                answer = self.console.input("Allow this call? \\[y/N] ")
+            except EOFError:
+                self.console.print()
+                return ApprovalDecision.deny("no answer on the terminal (its input is closed)")
+        if answer.strip().lower() in ("y", "yes"):
+            return ApprovalDecision.allow()
+        return ApprovalDecision.deny("the user refused the call on the terminal")

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from toolwire.client.cli import UsageError, parse_call_arguments
 
+from tests.agent_support import require_approval
 from tests.hostproc import TOOLS_DIR
 
 TOOLWIRE = str(Path(sys.executable).parent / "toolwire")
@@ -202,3 +203,59 @@ def test_the_cli_does_not_import_the_host_until_serve() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+# --------------------------------------------------------------------------- approval
+
+
+AGENT_OPTS = ["--no-builtins", "--tools", str(TOOLS_DIR / "agent_tools.py")]
+
+
+def run_with_input(*args: str, stdin: str | None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [TOOLWIRE, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        input=stdin,
+        stdin=subprocess.DEVNULL if stdin is None else None,
+    )
+
+
+@pytest.mark.parametrize(
+    ("stdin", "extra", "allowed"),
+    [
+        ("y\n", [], True),
+        ("yes\n", [], True),
+        ("n\n", [], False),
+        ("\n", [], False),
+        (None, [], False),
+        (None, ["--yes"], True),
+    ],
+    ids=["y", "yes", "n", "empty", "closed-stdin", "--yes"],
+)
+def test_call_asks_on_the_terminal_when_the_host_wants_approval(
+    tmp_path: Path, stdin: str | None, extra: list[str], allowed: bool
+) -> None:
+    require_approval()
+    marker = tmp_path / "m.txt"
+    out = run_with_input(
+        "call", "mark", f"path={marker}", "--approve", "mark", *extra, *AGENT_OPTS, stdin=stdin
+    )
+    assert marker.exists() is allowed
+    if allowed:
+        assert (out.returncode, out.stdout) == (0, f"marked {marker}\n")
+    else:
+        assert out.returncode == 1
+        assert "denied" in out.stdout.lower()
+    if "--yes" in extra:
+        assert "Allow this call?" not in out.stderr
+    else:
+        assert "Allow this call? [y/N]" in out.stderr
+        assert "mark" in out.stderr and str(marker) in out.stderr
+
+
+def test_call_without_approve_never_asks(tmp_path: Path) -> None:
+    out = run_with_input("call", "say", "text=free", *AGENT_OPTS, stdin=None)
+    assert (out.returncode, out.stdout) == (0, "free\n")
+    assert "Allow this call?" not in out.stderr

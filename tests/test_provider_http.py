@@ -428,3 +428,46 @@ async def test_http_failure_ends_the_loop_with_an_error(tmp_path: Path) -> None:
     assert (
         isinstance(last, AssistantMessage) and last.error is not None and "HTTP 503" in last.error
     )
+
+
+async def test_toolwire_agent_command_runs_the_loop(tmp_path: Path) -> None:
+    """``toolwire agent PROMPT`` against the fake endpoint and a spawned host."""
+    import subprocess
+    import sys
+
+    from tests.hostproc import TOOLS_DIR
+
+    def answer(req: Received) -> Reply:
+        msgs = req.body["messages"]
+        if msgs[-1]["role"] == "tool":
+            return Reply(json_body=text_response(f"done: {msgs[-1]['content']}"))
+        return Reply(json_body=tool_call_response("call_cli", "say", {"text": "from the cli"}))
+
+    toolwire = str(Path(sys.executable).parent / "toolwire")
+    async with fake_server(answer) as srv:
+        proc = await anyio.run_process(
+            [
+                toolwire,
+                "agent",
+                "please say something",
+                "--model",
+                "m",
+                "--base-url",
+                srv.base_url,
+                "--no-builtins",
+                "--tools",
+                str(TOOLS_DIR / "agent_tools.py"),
+                "--root",
+                str(tmp_path),
+            ],
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+    stdout, stderr = proc.stdout.decode(), proc.stderr.decode()
+    assert proc.returncode == 0, stderr
+    assert stdout.strip() == "done: from the cli"
+    assert "→ say" in stderr and "from the cli" in stderr
+    assert srv.received[0].body["messages"][-1] == {
+        "role": "user",
+        "content": "please say something",
+    }
