@@ -2,9 +2,13 @@
 
 The session plan is data (``examples/invoice.session.json``): a list of steps
 ``{tool, arguments, note, check?}``. The demo copies the example project to a
-temporary directory, spawns a host rooted there, lists its tools, and runs every step
-through :class:`~toolwire.client.Client`, printing each call, its progress and its
-result. No language model is involved.
+temporary directory, spawns a host rooted there, lists its tools, and plays the plan
+through the agent loop (:func:`~toolwire.client.agent.run_agent`) with a
+:class:`~toolwire.client.providers.ScriptedProvider` standing in for the model: each
+step is one assistant message (the note as its text, one tool call), and the loop runs
+the call through ``tools/callBatch`` and feeds the result back. The demo prints each
+call, its progress and its result from the loop's events. No language model is
+involved.
 
 The demo checks its own outcome: a step with ``"check": "tests-fail"`` must show
 failing tests and ``"tests-pass"`` all tests passing (judged from pytest's summary
@@ -20,6 +24,7 @@ the project copy.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import re
 import shlex
@@ -38,7 +43,16 @@ from rich.rule import Rule
 
 from toolwire.errors import JsonRpcError
 
+from .agent import (
+    MessageEnd,
+    ToolExecutionEnd,
+    ToolExecutionStart,
+    ToolExecutionUpdate,
+    run_agent,
+)
 from .client import Client, ToolCallResult, host_command
+from .conversation import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
+from .providers import ModelRequest, ScriptedProvider
 from .render import ProgressPrinter, result_panel, tools_table
 
 __all__ = [
@@ -223,9 +237,9 @@ async def run_demo(
     )
     console.print(Rule(f"[bold]toolwire demo[/bold]: {escape(plan.title)}"))
     console.print(f"Project copied to [cyan]{escape(str(workdir))}[/cyan]")
+    console.print("The plan plays through the agent loop, with a scripted model.")
     mapping = {"{python}": shlex.quote(sys.executable), "{root}": str(workdir)}
     problems: list[str] = []
-    passed_checks: list[str] = []
     client = Client.spawn(
         host_command(root=workdir, tools=extra_tools or ()), stderr="capture", call_timeout=300
     )
@@ -245,36 +259,8 @@ async def run_demo(
                     f"the host does not offer the tool(s) {', '.join(missing)} "
                     "that the plan uses (are the built-in tools registered?)"
                 )
-            for i, step in enumerate(plan.steps if not missing else [], 1):
-                if pause:
-                    await anyio.sleep(pause)
-                args = substitute(step.arguments, mapping)
-                console.print()
-                console.print(
-                    Rule(
-                        f"[bold]step {i}/{len(plan.steps)}[/bold]  "
-                        f"[cyan]{escape(step.tool)}[/cyan] {escape(_args_text(args))}",
-                        align="left",
-                    )
-                )
-                if step.note:
-                    console.print(f"[italic]{escape(step.note)}[/italic]")
-                printer = ProgressPrinter(console, f"{step.tool} running")
-                with printer.showing():
-                    res = await c.call_tool(step.tool, args, on_progress=printer)
-                console.print(result_panel(res))
-                if step.check is not None:
-                    ok, why = check_tests(res, step.check)
-                    mark = "[green]✔[/green]" if ok else "[red]✘[/red]"
-                    console.print(f"{mark} {escape(why)}")
-                    if ok:
-                        passed_checks.append(why)
-                    else:
-                        problems.append(f"step {i}: {why}")
-                        break
-                elif res.is_error:
-                    problems.append(f"step {i} ({step.tool}) returned an error result")
-                    break
+            if not missing:
+                await _play(plan, c, tools, console, mapping, pause, problems)
     except (JsonRpcError, OSError) as exc:
         problems.append(f"the session failed: {exc}")
     if problems and client.stderr_output.strip():
@@ -316,6 +302,101 @@ async def run_demo(
         "(confirmed again outside the host)."
     )
     return 0
+
+
+def plan_script(
+    plan: DemoPlan, mapping: dict[str, str], pause: float = 0.0
+) -> list[AssistantMessage | Any]:
+    """The plan as a model script: one assistant message per step (its note as the text,
+    one tool call with id ``step-N``), then a closing message without calls.
+
+    With ``pause``, each step waits that many seconds before "answering" (pacing for a
+    terminal)."""
+
+    def step_message(i: int, step: DemoStep) -> Any:
+        message = AssistantMessage(
+            step.note,
+            [ToolCall(f"step-{i}", step.tool, substitute(step.arguments, mapping))],
+            "toolUse",
+        )
+
+        async def answer(request: ModelRequest) -> AssistantMessage:
+            if pause:
+                await anyio.sleep(pause)
+            return message
+
+        return answer
+
+    script: list[AssistantMessage | Any] = [
+        step_message(i, step) for i, step in enumerate(plan.steps, 1)
+    ]
+    script.append(AssistantMessage("The tests pass now; the bug is fixed."))
+    return script
+
+
+async def _play(
+    plan: DemoPlan,
+    client: Client,
+    tools: list[Any],
+    console: Console,
+    mapping: dict[str, str],
+    pause: float,
+    problems: list[str],
+) -> None:
+    """Run the plan through the agent loop, printing from its events; a failed check or
+    an unexpected error result ends the session early (leaving the run cancels it)."""
+    steps = {f"step-{i}": (i, step) for i, step in enumerate(plan.steps, 1)}
+    provider = ScriptedProvider(plan_script(plan, mapping, pause))
+    stack = contextlib.ExitStack()
+    printer: ProgressPrinter | None = None
+    messages = [UserMessage(plan.title)]
+    async with run_agent(
+        provider, client, messages, tools=tools, max_turns=len(plan.steps) + 1
+    ) as run:
+        async for event in run:
+            if isinstance(event, MessageEnd) and isinstance(event.message, AssistantMessage):
+                msg = event.message
+                for call in msg.tool_calls:
+                    i, step = steps[call.id]
+                    console.print()
+                    console.print(
+                        Rule(
+                            f"[bold]step {i}/{len(plan.steps)}[/bold]  "
+                            f"[cyan]{escape(call.name)}[/cyan] {escape(_args_text(call.arguments))}",
+                            align="left",
+                        )
+                    )
+                    if msg.text:
+                        console.print(f"[italic]{escape(msg.text)}[/italic]")
+                if not msg.tool_calls and msg.text:
+                    console.print()
+                    console.print(f"[bold]model:[/bold] {escape(msg.text)}")
+            elif isinstance(event, ToolExecutionStart):
+                printer = ProgressPrinter(console, f"{event.name} running")
+                stack.enter_context(printer.showing())
+            elif isinstance(event, ToolExecutionUpdate) and printer is not None:
+                printer(event.progress)
+            elif isinstance(event, ToolExecutionEnd):
+                stack.close()
+                printer = None
+            elif isinstance(event, MessageEnd) and isinstance(event.message, ToolResultMessage):
+                result = event.message
+                i, step = steps[result.tool_call_id]
+                res = ToolCallResult(result.tool_call_id, result.tool_name, result.result)
+                console.print(result_panel(res))
+                if step.check is not None:
+                    ok, why = check_tests(res, step.check)
+                    mark = "[green]✔[/green]" if ok else "[red]✘[/red]"
+                    console.print(f"{mark} {escape(why)}")
+                    if not ok:
+                        problems.append(f"step {i}: {why}")
+                        break
+                elif res.is_error:
+                    problems.append(f"step {i} ({step.tool}) returned an error result")
+                    break
+    stack.close()
+    if not problems and run.end_reason != "stop":
+        problems.append(f"the agent loop ended early ({run.end_reason})")
 
 
 def run_demo_cli(ns: argparse.Namespace) -> int:

@@ -146,6 +146,8 @@ def test_demo_runs_and_fixes_the_bug() -> None:
     assert out.returncode == 0, out.stdout + out.stderr
     text = out.stdout
     assert "tools/list" in text
+    assert "agent loop" in text
+    assert "result of read (call step-2)" in text  # the model's tool-call ids are the call ids
     for step in ("ls", "read", "grep", "edit", "bash"):
         assert re.search(rf"step \d/6\s+{step}\b", text), step
     fail_at = text.index("the tests fail as expected (2 failed, 5 passed)")
@@ -191,3 +193,30 @@ def test_demo_fails_when_the_host_lacks_a_tool(tmp_path: Path) -> None:
     assert out.returncode == 1
     assert "does not offer the tool(s) no_such_tool" in out.stdout
     assert "DEMO FAILED" in out.stdout
+
+
+# --------------------------------------------------------------------------- through the agent loop
+
+
+def test_the_plan_becomes_a_model_script() -> None:
+    import anyio
+    from toolwire.client.conversation import AssistantMessage, UserMessage
+    from toolwire.client.demo import plan_script
+    from toolwire.client.providers import ModelRequest, ScriptedProvider
+
+    plan = load_plan(PLAN)
+    provider = ScriptedProvider(plan_script(plan, {"{python}": "PY", "{root}": "/r"}))
+    request = ModelRequest(None, [UserMessage(plan.title)])
+
+    async def play() -> list[AssistantMessage]:
+        return [await provider.complete(request) for _ in range(len(plan.steps) + 2)]
+
+    messages = anyio.run(play)
+    calls = [m.tool_calls for m in messages[: len(plan.steps)]]
+    assert [c[0].id for c in calls] == [f"step-{i}" for i in range(1, len(plan.steps) + 1)]
+    assert [c[0].name for c in calls] == [s.tool for s in plan.steps]
+    assert [m.text for m in messages[: len(plan.steps)]] == [s.note for s in plan.steps]
+    assert calls[2][0].arguments["command"].startswith("PY -m pytest")
+    # Then a closing message without calls ends the loop, and the script stays ended.
+    assert messages[-2].tool_calls == [] and messages[-2].text
+    assert messages[-1].tool_calls == []
