@@ -18,8 +18,13 @@ What it guarantees (Linux):
   belongs to asyncio's child watcher).
 
 A process that both left the group and scrubbed its environment escapes the
-marker; the host's exit handler (:func:`toolwire.host.procs.kill_descendants`) and,
-later, the sandbox's PID namespace still end it.
+marker; when the command runs in the sandbox (:mod:`toolwire.host.sandbox`) it
+cannot leave the sandbox's PID namespace, which ends with the command: everything
+in it is killed by the kernel. Unsandboxed, the host's exit handler
+(:func:`toolwire.host.procs.kill_descendants`) still ends it.
+
+Tools call :func:`run_in_env`, which applies the tool environment's sandbox and
+environment rules; :func:`run_command` is the lower layer.
 """
 
 from __future__ import annotations
@@ -34,11 +39,23 @@ import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
-__all__ = ["MARKER_ENV", "RunResult", "kill_marked", "marked_processes", "run_command"]
+from .sandbox import Sandbox
+
+if TYPE_CHECKING:
+    from .context import ExecEnv
+
+__all__ = [
+    "MARKER_ENV",
+    "RunResult",
+    "kill_marked",
+    "marked_processes",
+    "run_command",
+    "run_in_env",
+]
 
 MARKER_ENV = "TOOLWIRE_CALL_ID"
 """Environment variable holding each run's random marker token."""
@@ -164,6 +181,8 @@ async def run_command(
     env: Mapping[str, str] | None = None,
     timeout: float | None = None,
     on_output: OutputCallback | None = None,
+    sandbox: Sandbox | None = None,
+    root: str | os.PathLike[str] | None = None,
 ) -> RunResult:
     """Run ``argv`` to completion and end everything it started.
 
@@ -177,6 +196,9 @@ async def run_command(
         on_output: called with each decoded chunk of merged stdout/stderr, in order;
             may be ``async``. It may cancel an enclosing anyio scope to stop the run
             early (the process is then killed as on any cancellation).
+        sandbox: run inside this sandbox (see :meth:`Sandbox.wrap`); None to run
+            directly.
+        root: the directory the sandbox mounts read-write (default: ``cwd``).
 
     Returns:
         A :class:`RunResult`.
@@ -191,6 +213,15 @@ async def run_command(
     marker = secrets.token_hex(16)
     full_env = dict(os.environ if env is None else env)
     full_env[MARKER_ENV] = marker
+    if sandbox is not None:
+        wrapped = sandbox.wrap(
+            argv,
+            root=cwd if root is None else root,
+            cwd=cwd,
+            env=full_env,
+            marker=(MARKER_ENV, marker),
+        )
+        argv, full_env = wrapped.argv, wrapped.env
     read_fd, write_fd = os.pipe2(os.O_CLOEXEC)
     try:
         proc = subprocess.Popen(
@@ -205,6 +236,8 @@ async def run_command(
         )
     except BaseException:
         os.close(read_fd)
+        if sandbox is not None:
+            Sandbox.cleanup(wrapped)
         raise
     finally:
         os.close(write_fd)
@@ -312,6 +345,8 @@ async def run_command(
             os.close(read_fd)
             if pidfd is not None:
                 os.close(pidfd)
+            if sandbox is not None:
+                Sandbox.cleanup(wrapped)
 
     code, sig = _decode_status(status) if status is not None else (None, None)
     return RunResult(
@@ -321,4 +356,48 @@ async def run_command(
         output_bytes=total,
         duration=time.monotonic() - started,
         pid=pid,
+    )
+
+
+async def run_in_env(
+    exec_env: ExecEnv,
+    argv: Sequence[str],
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    timeout: float | None = None,
+    on_output: OutputCallback | None = None,
+) -> RunResult:
+    """Run ``argv`` as a tool acting in ``exec_env``: the way tools start processes.
+
+    The process runs in ``exec_env.sandbox`` (when it is active), with the
+    environment it allows (:meth:`Sandbox.environment`: the ``env_allow`` part of the
+    host's environment plus ``exec_env.env``; the host's whole environment plus
+    ``exec_env.env`` when no sandbox is configured), the root mounted read-write,
+    and the runner's guarantees of :func:`run_command`.
+
+    Args:
+        exec_env: the tool's execution environment (``ctx.env``).
+        argv: program and arguments.
+        cwd: working directory (default: ``exec_env.cwd``); must lie inside the root
+            when sandboxed.
+        timeout: seconds; None or <= 0 for no limit.
+        on_output: see :func:`run_command`.
+
+    Raises:
+        see :func:`run_command`.
+    """
+    sandbox = exec_env.sandbox
+    if sandbox is None:
+        env = dict(os.environ)
+        env.update(exec_env.env)
+    else:
+        env = sandbox.environment(os.environ, exec_env.env)
+    return await run_command(
+        argv,
+        cwd=exec_env.cwd if cwd is None else cwd,
+        env=env,
+        timeout=timeout,
+        on_output=on_output,
+        sandbox=sandbox,
+        root=exec_env.root,
     )

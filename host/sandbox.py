@@ -1,24 +1,123 @@
-"""Sandbox settings for processes tools start (bubblewrap on Linux).
+"""The sandbox for processes tools start: bubblewrap on Linux.
 
-This module holds the settings and their resolution; the process runner
-(:mod:`toolwire.host.runner`) applies them to every process a tool starts.
+:func:`resolve_sandbox` decides once, at start-up, whether bubblewrap really works
+here (it runs a trivial command in exactly the layout real commands get). The
+process runner (:mod:`toolwire.host.runner`) then asks :meth:`Sandbox.wrap` to turn
+each command line into a bubblewrap command line.
+
+Inside the sandbox a command sees (see ``SECURITY.md`` for the threat model):
+
+* the system directories (``/usr``, ``/etc`` and the ``/bin``, ``/lib*`` links or
+  directories) read-only, with ``/etc``'s secret files (``shadow``, ``gshadow``,
+  ``sudoers``, SSH host keys, ``ssl/private``) masked;
+* the root read-write, ``extra_rw_paths`` read-write, ``extra_ro_paths`` read-only,
+  and the host's Python installation (``sys.prefix``, ``sys.base_prefix``) read-only
+  so ``python -m pytest`` works as on the host;
+* a private ``/tmp``, its own ``/proc`` (a new PID namespace: no host process is
+  visible) and a minimal ``/dev``; no other host path;
+* no network unless ``allow_network`` (a new network namespace with only loopback);
+* new IPC and UTS namespaces, every capability dropped, ``--die-with-parent``;
+* an environment holding only the ``env_allow`` variables (never one whose name looks
+  like a secret) plus the tool environment's own variables;
+* resource limits (CPU seconds, address space, processes, file size, open files) set
+  as hard limits by ``prlimit`` before the command starts. The kernel does not apply
+  the process limit to root, so when the host runs as root each command also gets a
+  pids cgroup of its own when one can be created.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fnmatch
+import logging
+import os
+import re
+import resource
+import secrets
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
-__all__ = ["SandboxSettings", "SandboxUnavailable", "resolve_sandbox"]
+__all__ = [
+    "DEFAULT_ENV_ALLOW",
+    "DEFAULT_LIMITS",
+    "LIMIT_KEYS",
+    "Sandbox",
+    "SandboxSettings",
+    "SandboxUnavailable",
+    "WrappedCommand",
+    "looks_secret",
+    "resolve_sandbox",
+]
+
+log = logging.getLogger("toolwire.sandbox")
 
 SandboxMode = Literal["auto", "bwrap", "none"]
 
 DEFAULT_ENV_ALLOW = ("PATH", "HOME", "LANG", "TERM")
 """Environment variables passed to sandboxed processes by default."""
 
+LIMIT_KEYS: dict[str, tuple[int, str, str]] = {
+    "cpu_seconds": (resource.RLIMIT_CPU, "cpu", "seconds of CPU time per process"),
+    "address_space": (resource.RLIMIT_AS, "as", "bytes of address space per process"),
+    "processes": (resource.RLIMIT_NPROC, "nproc", "processes"),
+    "file_size": (resource.RLIMIT_FSIZE, "fsize", "bytes per file written"),
+    "open_files": (resource.RLIMIT_NOFILE, "nofile", "open files per process"),
+}
+"""``limits`` keys: (rlimit, prlimit option, what the number counts)."""
+
+DEFAULT_LIMITS: dict[str, int] = {
+    "cpu_seconds": 600,
+    "address_space": 8 << 30,
+    "processes": 1024,
+    "file_size": 4 << 30,
+    "open_files": 4096,
+}
+"""Limits applied when the settings give none: 600 s CPU, 8 GiB address space,
+1024 processes, 4 GiB per file, 4096 open files. 0 in the settings means no limit."""
+
+_SECRET_WORDS = re.compile(
+    r"SECRET|TOKEN|PASSW|PASSPHRASE|CREDENTIAL|PRIVATE|COOKIE|APIKEY|AUTH|SIGNATURE"
+)
+_SECRET_PARTS = {"KEY", "KEYS", "PASS", "PW", "PAT", "DSN", "SALT", "CERT", "SESSION"}
+
+
+def looks_secret(name: str) -> bool:
+    """True when an environment variable's name suggests it holds a credential.
+
+    Matches names containing SECRET, TOKEN, PASSW(ORD), PASSPHRASE, CREDENTIAL,
+    PRIVATE, COOKIE, APIKEY, AUTH or SIGNATURE (any case), or with an
+    underscore-separated part equal to KEY(S), PASS, PW, PAT, DSN, SALT, CERT or
+    SESSION: ``GITHUB_TOKEN``, ``AWS_SECRET_ACCESS_KEY``, ``OPENAI_API_KEY``,
+    ``PGPASSWORD``, ``SSH_AUTH_SOCK``, ``SENTRY_DSN``.
+    """
+    upper = name.upper()
+    if _SECRET_WORDS.search(upper):
+        return True
+    return any(part in _SECRET_PARTS for part in re.split(r"[^A-Z0-9]+", upper))
+
 
 class SandboxUnavailable(RuntimeError):
     """``--sandbox bwrap`` was asked for but bubblewrap cannot run here."""
+
+
+def _paths(value: Any, key: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
+        raise ValueError(f"[sandbox] {key} must be a list of paths")
+    out = []
+    for p in value:
+        path = Path(p).expanduser()
+        if not path.is_absolute():
+            raise ValueError(f"[sandbox] {key}: {p!r} is not an absolute path")
+        if not path.exists():
+            raise ValueError(f"[sandbox] {key}: {p!r} does not exist")
+        out.append(os.path.realpath(path))
+    return out
 
 
 @dataclass
@@ -27,12 +126,19 @@ class SandboxSettings:
 
     Attributes:
         mode: "auto" (bubblewrap when it works, else unsandboxed, said loudly), "bwrap"
-            (refuse to start without it) or "none".
-        allow_network: give sandboxed processes the network.
-        extra_ro_paths: more host paths visible read-only.
-        extra_rw_paths: more host paths visible read-write.
-        env_allow: environment variable names passed through (nothing else is).
-        limits: resource limits applied inside the sandbox (see the runner for keys).
+            (refuse to start without it) or "none" (no sandbox, the host's environment
+            passed unfiltered).
+        allow_network: give sandboxed processes the host's network (default: only a
+            loopback interface of their own).
+        extra_ro_paths: more absolute host paths visible read-only.
+        extra_rw_paths: more absolute host paths visible read-write.
+        env_allow: names (or ``fnmatch`` patterns such as ``LC_*``) of host environment
+            variables passed to processes. Names that :func:`looks_secret` are dropped
+            even when listed; the tool environment's own ``ExecEnv.env`` is the way to
+            hand a process a credential on purpose. Applies in every mode but "none".
+        limits: resource limits, keys of :data:`LIMIT_KEYS` (``cpu_seconds``,
+            ``address_space`` in bytes, ``processes``, ``file_size`` in bytes,
+            ``open_files``); missing keys take :data:`DEFAULT_LIMITS`, 0 means no limit.
     """
 
     mode: SandboxMode = "auto"
@@ -47,9 +153,10 @@ class SandboxSettings:
         """Build from a ``[sandbox]`` TOML table; ``mode`` (from the command line) wins.
 
         Raises:
-            ValueError: an unknown key or a value of the wrong type.
+            ValueError: an unknown key, a value of the wrong type, a relative or
+                missing extra path, an unknown or negative limit.
         """
-        known = {f for f in cls.__dataclass_fields__}
+        known = set(cls.__dataclass_fields__)
         unknown = set(table) - known
         if unknown:
             raise ValueError(f"unknown [sandbox] settings: {sorted(unknown)}")
@@ -58,7 +165,175 @@ class SandboxSettings:
             settings.mode = mode  # type: ignore[assignment]
         if settings.mode not in ("auto", "bwrap", "none"):
             raise ValueError(f"sandbox mode must be auto, bwrap or none, not {settings.mode!r}")
+        if not isinstance(settings.allow_network, bool):
+            raise ValueError("[sandbox] allow_network must be true or false")
+        settings.extra_ro_paths = _paths(settings.extra_ro_paths, "extra_ro_paths")
+        settings.extra_rw_paths = _paths(settings.extra_rw_paths, "extra_rw_paths")
+        if not isinstance(settings.env_allow, list) or not all(
+            isinstance(n, str) for n in settings.env_allow
+        ):
+            raise ValueError("[sandbox] env_allow must be a list of variable names")
+        if not isinstance(settings.limits, dict):
+            raise ValueError("[sandbox] limits must be a table")
+        for key, value in settings.limits.items():
+            if key not in LIMIT_KEYS:
+                raise ValueError(f"unknown [sandbox] limit {key!r}; known: {sorted(LIMIT_KEYS)}")
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"[sandbox] limits.{key} must be a whole number >= 0")
         return settings
+
+    def effective_limits(self) -> dict[str, int]:
+        """:data:`DEFAULT_LIMITS` overlaid with :attr:`limits` (0: no limit)."""
+        return {**DEFAULT_LIMITS, **self.limits}
+
+    def allowed_env(self, host_env: Mapping[str, str]) -> dict[str, str]:
+        """The variables of ``host_env`` that :attr:`env_allow` lets through
+        (secret-looking names never)."""
+        out: dict[str, str] = {}
+        for name, value in host_env.items():
+            if looks_secret(name):
+                continue
+            if any(fnmatch.fnmatchcase(name, pattern) for pattern in self.env_allow):
+                out[name] = value
+        return out
+
+
+@dataclass(frozen=True)
+class WrappedCommand:
+    """A command line as the runner starts it.
+
+    Attributes:
+        argv: what to execute on the host (bubblewrap and its options, the command last).
+        env: the environment of the started program (bubblewrap gets only the marker;
+            the command's own environment is in ``argv``).
+        cgroup: a per-command cgroup directory to remove afterwards (see
+            :meth:`Sandbox.cleanup`), or None.
+    """
+
+    argv: list[str]
+    env: dict[str, str]
+    cgroup: str | None = None
+
+
+_SYSTEM_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+_ETC_SECRET_FILES = (
+    "shadow",
+    "shadow-",
+    "gshadow",
+    "gshadow-",
+    "sudoers",
+    "security/opasswd",
+    "master.passwd",
+)
+_ETC_SECRET_DIRS = ("sudoers.d", "ssl/private")
+
+
+def _under(path: str, base: str) -> bool:
+    return path == base or path.startswith(base.rstrip("/") + "/")
+
+
+def _depth(path: str) -> int:
+    return 0 if path == "/" else path.rstrip("/").count("/")
+
+
+def _etc_masks() -> list[tuple[str, str, str]]:
+    """Mount operations hiding /etc's secret files and directories that exist here."""
+    ops: list[tuple[str, str, str]] = []
+    for name in _ETC_SECRET_FILES:
+        p = f"/etc/{name}"
+        if os.path.isfile(p) and not os.path.islink(p):
+            ops.append(("--ro-bind", "/dev/null", p))
+    for name in _ETC_SECRET_DIRS:
+        p = f"/etc/{name}"
+        if os.path.isdir(p) and not os.path.islink(p):
+            ops.append(("--tmpfs", "", p))
+    with contextlib.suppress(OSError):
+        for entry in os.scandir("/etc/ssh"):
+            name = entry.name
+            if (
+                name.startswith("ssh_host_")
+                and name.endswith("_key")
+                and entry.is_file(follow_symlinks=False)
+            ):
+                ops.append(("--ro-bind", "/dev/null", entry.path))
+    return ops
+
+
+def _clamped_limits(limits: Mapping[str, int]) -> dict[str, int]:
+    """The non-zero limits, each lowered to the host's own hard limit (a process
+    without CAP_SYS_RESOURCE cannot raise it)."""
+    out: dict[str, int] = {}
+    for key, value in limits.items():
+        if value <= 0:
+            continue
+        rlim = LIMIT_KEYS[key][0]
+        hard = resource.getrlimit(rlim)[1]
+        if hard != resource.RLIM_INFINITY:
+            value = min(value, hard)
+        out[key] = value
+    return out
+
+
+def _find_pids_cgroup() -> str | None:
+    """A cgroup directory with the pids controller in which this process may create
+    child groups (cgroup v1 ``pids`` hierarchy, or v2 with pids delegated), or None."""
+    try:
+        with open("/proc/self/cgroup", encoding="ascii") as f:
+            lines = f.read().splitlines()
+        with open("/proc/self/mounts", encoding="ascii") as f:
+            mounts = [line.split() for line in f]
+    except OSError:
+        return None
+    candidates: list[str] = []
+    for line in lines:
+        _, controllers, rel = line.split(":", 2)
+        if "pids" in controllers.split(","):
+            for m in mounts:
+                if len(m) > 3 and m[2] == "cgroup" and "pids" in m[3].split(","):
+                    candidates.append(m[1] + rel)
+        elif controllers == "":
+            for m in mounts:
+                if len(m) > 2 and m[2] == "cgroup2":
+                    base = m[1] + rel
+                    try:
+                        with open(os.path.join(base, "cgroup.subtree_control")) as f:
+                            if "pids" in f.read().split():
+                                candidates.append(base)
+                    except OSError:
+                        pass
+    for base in candidates:
+        probe = os.path.join(base, f"toolwire-probe-{secrets.token_hex(4)}")
+        try:
+            os.mkdir(probe)
+        except OSError:
+            continue
+        try:
+            with open(os.path.join(probe, "pids.max"), "w") as f:
+                f.write("16")
+            return base
+        except OSError:
+            continue
+        finally:
+            with contextlib.suppress(OSError):
+                os.rmdir(probe)
+    return None
+
+
+def _find_prlimit() -> str | None:
+    found = shutil.which("prlimit") or next(
+        (p for p in ("/usr/bin/prlimit", "/bin/prlimit") if os.access(p, os.X_OK)), None
+    )
+    return os.path.realpath(found) if found else None
+
+
+_LIMIT_SHIM = (
+    "import os,resource,sys\n"
+    "n=int(sys.argv[1])\n"
+    "for i in range(n):\n"
+    " r,v=int(sys.argv[2+2*i]),int(sys.argv[3+2*i]);resource.setrlimit(r,(v,v))\n"
+    "a=sys.argv[2+2*n:]\n"
+    "os.execvp(a[0],a)\n"
+)
 
 
 @dataclass
@@ -67,33 +342,313 @@ class Sandbox:
 
     Attributes:
         settings: what was asked for.
-        active: whether processes will really run inside bubblewrap.
-        reason: why it is not active (empty when active).
+        active: whether processes really run inside bubblewrap.
+        reason: why it is not active (empty when active), with what to do about it.
+        bwrap: the bubblewrap executable (when active).
+        limits: the limits applied, after clamping to the host's hard limits.
+        process_limit_enforced: False when the host runs as root and no pids cgroup
+            can be created (the kernel exempts root from the process rlimit).
     """
 
     settings: SandboxSettings
     active: bool = False
     reason: str = ""
+    bwrap: str | None = None
+    limits: dict[str, int] = field(default_factory=dict)
+    process_limit_enforced: bool = True
+    _prlimit: str | None = None
+    _cgroup_base: str | None = None
+    _etc_masks: list[tuple[str, str, str]] = field(default_factory=list)
 
     def describe(self) -> str:
-        """One sentence for logs and ``initialize``'s instructions."""
+        """A few sentences for logs and ``initialize``'s instructions."""
         if self.active:
             net = "with" if self.settings.allow_network else "without"
-            return f"Commands run sandboxed (bubblewrap, {net} network)."
+            text = (
+                f"Commands run sandboxed (bubblewrap, {net} network): system directories "
+                "are read-only, only the root (and any configured extra paths) is "
+                "writable, /tmp is private and emptied after each command, and no host "
+                "process or secret environment variable is visible."
+            )
+            if self.limits:
+                text += " Limits per command: " + ", ".join(
+                    f"{_human(k, v)}" for k, v in self.limits.items()
+                )
+                text += "."
+            if not self.process_limit_enforced:
+                text += (
+                    " The process limit is not enforced: the host runs as root and no "
+                    "pids cgroup could be created."
+                )
+            return text
         if self.settings.mode == "none":
             return "Commands run unsandboxed (sandbox disabled)."
         return f"WARNING: commands run UNSANDBOXED: {self.reason}"
 
+    # ------------------------------------------------------------ environment
+
+    def environment(
+        self, host_env: Mapping[str, str], extra: Mapping[str, str] | None = None
+    ) -> dict[str, str]:
+        """The environment a tool's process gets.
+
+        In mode "none": ``host_env`` with ``extra`` on top. Otherwise the
+        :meth:`SandboxSettings.allowed_env` part of ``host_env``, then ``extra``
+        (the tool environment's own variables, passed as given); when sandboxed, a
+        ``HOME`` the sandbox cannot see becomes ``/tmp``.
+        """
+        if self.settings.mode == "none":
+            out = dict(host_env)
+            out.update(extra or {})
+            return out
+        out = self.settings.allowed_env(host_env)
+        out.update(extra or {})
+        if self.active and "HOME" in out and not self._visible(out["HOME"], None):
+            out["HOME"] = "/tmp"
+        return out
+
+    # ------------------------------------------------------------ wrapping
+
+    def _prefixes(self) -> list[str]:
+        """The host Python installation's directories (for ``python -m pytest``)."""
+        out: list[str] = []
+        for p in (sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix):
+            real = os.path.realpath(p)
+            if real not in out:
+                out.append(real)
+        return out
+
+    def _visible(self, path: str, root: str | None) -> bool:
+        real = os.path.realpath(path)
+        bases = ["/usr", "/etc", *self._prefixes()]
+        bases += self.settings.extra_ro_paths + self.settings.extra_rw_paths
+        if root is not None:
+            bases.append(root)
+        return any(_under(real, b) for b in bases)
+
+    def _mounts(self, root: str, program: str | None) -> list[tuple[str, str, str]]:
+        """(bwrap option, source, destination) mount operations, parents first."""
+        ops: list[tuple[str, str, str]] = [("--ro-bind", "/usr", "/usr")]
+        for link in _SYSTEM_LINKS:
+            if os.path.islink(link):
+                ops.append(("--symlink", os.readlink(link), link))
+            elif os.path.isdir(link):
+                ops.append(("--ro-bind", link, link))
+        ops.append(("--ro-bind", "/etc", "/etc"))
+        ops.extend(self._etc_masks)
+        ops += [("--dev", "", "/dev"), ("--proc", "", "/proc"), ("--tmpfs", "", "/tmp")]
+        ops.append(("--tmpfs", "", "/dev/shm"))
+        ops.append(("--bind", root, root))
+        for prefix in self._prefixes():
+            if not _under(prefix, root) and not _under(prefix, "/usr"):
+                ops.append(("--ro-bind", prefix, prefix))
+        for prog in (program, self._prlimit):
+            if prog is not None and os.path.isabs(prog):
+                real = os.path.realpath(prog)
+                if not self._visible(real, root):
+                    ops.append(("--ro-bind", real, os.path.abspath(prog)))
+        if self.settings.allow_network:
+            resolv = os.path.realpath("/etc/resolv.conf")
+            if os.path.exists(resolv) and not _under(resolv, "/etc") and not _under(resolv, "/usr"):
+                ops.append(("--ro-bind", resolv, resolv))
+        ops += [("--ro-bind", p, p) for p in self.settings.extra_ro_paths]
+        ops += [("--bind", p, p) for p in self.settings.extra_rw_paths]
+        # A mount hides what an earlier, deeper one put below it: mount parents first.
+        return sorted(ops, key=lambda op: _depth(op[2]))
+
+    def _limit_prefix(self, sandboxed: bool) -> list[str]:
+        """``prlimit`` (or a Python shim) setting the limits, then exec'ing the command.
+
+        Unsandboxed, the process limit is left out: outside a user namespace it would
+        count every process of the host's user, not the command's."""
+        limits = {k: v for k, v in self.limits.items() if sandboxed or k != "processes"}
+        if not limits:
+            return []
+        if self._prlimit is not None:
+            opts = [f"--{LIMIT_KEYS[k][1]}={v}" for k, v in limits.items()]
+            return [self._prlimit, *opts, "--"]
+        pairs = [str(x) for k, v in limits.items() for x in (LIMIT_KEYS[k][0], v)]
+        return [sys.executable, "-I", "-S", "-c", _LIMIT_SHIM, str(len(limits)), *pairs]
+
+    def wrap(
+        self,
+        argv: Sequence[str],
+        *,
+        root: str | os.PathLike[str],
+        cwd: str | os.PathLike[str],
+        env: Mapping[str, str],
+        marker: tuple[str, str] | None = None,
+    ) -> WrappedCommand:
+        """The command line that runs ``argv`` in this sandbox.
+
+        Args:
+            argv: the command (program first).
+            root: the directory mounted read-write (the tool environment's root).
+            cwd: the command's working directory (must be visible in the sandbox).
+            env: the command's complete environment (see :meth:`environment`).
+            marker: (name, value) of an environment variable also given to the
+                bubblewrap process itself, so the runner can find it.
+
+        Returns:
+            A :class:`WrappedCommand`. When the sandbox is not active, ``argv``
+            unchanged (with the resource limits applied when not in mode "none").
+
+        Raises:
+            ValueError: ``argv`` is empty.
+        """
+        if not argv:
+            raise ValueError("empty command")
+        root_s = os.path.realpath(root)
+        cwd_s = os.path.realpath(cwd)
+        sandboxed = self.active and self.bwrap is not None
+        inner = list(argv)
+        if self.settings.mode != "none":
+            inner = [*self._limit_prefix(sandboxed), *inner]
+        if not sandboxed or self.bwrap is None:
+            return WrappedCommand(inner, dict(env))
+        args = [
+            self.bwrap,
+            "--die-with-parent",
+            "--unshare-pid",
+            "--unshare-ipc",
+            "--unshare-uts",
+            "--unshare-cgroup-try",
+            "--cap-drop",
+            "ALL",
+            "--hostname",
+            "toolwire-sandbox",
+        ]
+        if not self.settings.allow_network:
+            args.append("--unshare-net")
+        for opt, src, dst in self._mounts(root_s, argv[0]):
+            args += [opt, src, dst] if src else [opt, dst]
+        args += ["--chdir", cwd_s, "--clearenv"]
+        for name, value in env.items():
+            args += ["--setenv", name, value]
+        args += ["--", *inner]
+        outer_env = {"PATH": os.environ.get("PATH", os.defpath)}
+        if marker is not None:
+            outer_env[marker[0]] = marker[1]
+        cgroup = None
+        if self._cgroup_base is not None and "processes" in self.limits:
+            cgroup = self._make_cgroup(self.limits["processes"])
+            if cgroup is not None:
+                enter = 'echo $$ > "$0/cgroup.procs" && exec "$@"'
+                args = ["/bin/sh", "-c", enter, cgroup, *args]
+        return WrappedCommand(args, outer_env, cgroup)
+
+    def _make_cgroup(self, max_pids: int) -> str | None:
+        assert self._cgroup_base is not None
+        path = os.path.join(self._cgroup_base, f"toolwire-{secrets.token_hex(8)}")
+        try:
+            os.mkdir(path)
+            with open(os.path.join(path, "pids.max"), "w") as f:
+                f.write(str(max_pids))
+        except OSError as exc:
+            log.warning("cannot create a pids cgroup for a command: %s", exc)
+            with contextlib.suppress(OSError):
+                os.rmdir(path)
+            return None
+        return path
+
+    @staticmethod
+    def cleanup(wrapped: WrappedCommand) -> None:
+        """Remove the command's cgroup (once its processes are gone)."""
+        if wrapped.cgroup is not None:
+            with contextlib.suppress(OSError):
+                os.rmdir(wrapped.cgroup)
+
+
+def _human(key: str, value: int) -> str:
+    if key in ("address_space", "file_size"):
+        for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+            if value >= 1 << shift and value % (1 << shift) == 0:
+                return f"{value >> shift} {unit} {LIMIT_KEYS[key][2].removeprefix('bytes ')}"
+        return f"{value} {LIMIT_KEYS[key][2]}"
+    return f"{value} {LIMIT_KEYS[key][2]}"
+
+
+_ADVICE = (
+    "To sandbox commands, install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; "
+    "Fedora: dnf install bubblewrap) and make sure it may create namespaces (unprivileged "
+    "user namespaces enabled: sysctl kernel.unprivileged_userns_clone=1; on Ubuntu 24.04+ "
+    "kernel.apparmor_restrict_unprivileged_userns=0 or an AppArmor profile for bwrap; in a "
+    "container, a seccomp profile that allows unshare/mount). Use --sandbox none to run "
+    "unsandboxed on purpose, or --sandbox bwrap to refuse to start without it."
+)
+
+_probe_cache: dict[tuple[Any, ...], tuple[bool, str]] = {}
+
+
+def _probe(sandbox: Sandbox) -> tuple[bool, str]:
+    """Run ``true`` in the sandbox's real layout once; (works, error text)."""
+    key = (
+        sandbox.bwrap,
+        sandbox.settings.allow_network,
+        tuple(sorted(sandbox.limits.items())),
+        sandbox._prlimit,
+        os.geteuid(),
+    )
+    if key in _probe_cache:
+        return _probe_cache[key]
+    with tempfile.TemporaryDirectory(prefix="toolwire-probe-") as tmp:
+        wrapped = sandbox.wrap(["true"], root=tmp, cwd=tmp, env={"PATH": "/usr/bin:/bin"})
+        try:
+            proc = subprocess.run(
+                wrapped.argv,
+                env=wrapped.env,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=20,
+                check=False,
+            )
+            ok = proc.returncode == 0
+            err = proc.stderr.decode("utf-8", "replace").strip() or f"exit code {proc.returncode}"
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            ok, err = False, str(exc)
+        finally:
+            Sandbox.cleanup(wrapped)
+    _probe_cache[key] = (ok, "" if ok else err)
+    return _probe_cache[key]
+
 
 def resolve_sandbox(settings: SandboxSettings) -> Sandbox:
-    """Decide whether the sandbox can be used here.
+    """Decide whether the sandbox can be used here, by really running bubblewrap once
+    (the answer is cached for the process).
+
+    Returns:
+        A :class:`Sandbox`: active when bubblewrap works; otherwise inactive with the
+        reason and what to do about it (mode "auto"), or inactive because disabled
+        (mode "none").
 
     Raises:
         SandboxUnavailable: mode is "bwrap" and bubblewrap cannot run.
     """
+    limits = _clamped_limits(settings.effective_limits())
     if settings.mode == "none":
         return Sandbox(settings, active=False, reason="disabled")
-    reason = "sandboxing is not implemented yet"
+    sandbox = Sandbox(settings, limits=limits, _prlimit=_find_prlimit())
+    if not sys.platform.startswith("linux"):
+        reason = f"bubblewrap needs Linux (this is {sys.platform})."
+    elif (bwrap := shutil.which("bwrap")) is None:
+        reason = "bubblewrap (bwrap) is not installed."
+    else:
+        candidate = Sandbox(
+            settings,
+            active=True,
+            bwrap=bwrap,
+            limits=limits,
+            _prlimit=sandbox._prlimit,
+            _etc_masks=_etc_masks(),
+        )
+        if os.geteuid() == 0 and "processes" in limits:
+            candidate._cgroup_base = _find_pids_cgroup()
+            candidate.process_limit_enforced = candidate._cgroup_base is not None
+        ok, err = _probe(candidate)
+        if ok:
+            return candidate
+        reason = f"bubblewrap ({bwrap}) cannot run here: {err}."
     if settings.mode == "bwrap":
-        raise SandboxUnavailable(f"--sandbox bwrap: {reason}")
-    return Sandbox(settings, active=False, reason=reason)
+        raise SandboxUnavailable(f"--sandbox bwrap: {reason} {_ADVICE}")
+    sandbox.reason = f"{reason} {_ADVICE}"
+    return sandbox

@@ -14,7 +14,7 @@ from pydantic import Field
 
 from ..context import ToolContext
 from ..results import ToolError, ToolResult
-from ..runner import run_command
+from ..runner import run_in_env
 from ..truncate import MAX_BYTES, MAX_LINES, Truncation, format_size, truncate_tail
 from ._common import builtin_tool
 
@@ -22,6 +22,9 @@ __all__ = ["OutputCollector", "bash", "find_shell"]
 
 _ROLLING_CHARS = 2 * MAX_BYTES
 """Characters of recent output kept in memory (enough for a full tail at the byte limit)."""
+
+MAX_SAVED_BYTES = 64 << 20
+"""Most bytes of one command's output kept in its full-output file (64 MiB)."""
 
 _PROGRESS_INTERVAL = 0.25
 """Seconds between two progress updates of a running command."""
@@ -40,10 +43,15 @@ class OutputCollector:
     Everything is kept in memory up to :data:`MAX_BYTES` bytes; past that the whole
     output so far goes to a temporary file (mode 0600) and only the last
     :data:`_ROLLING_CHARS` characters stay in memory. Line and byte totals always
-    cover the whole output.
+    cover the whole output. The file stops growing at ``max_saved_bytes`` (default
+    :data:`MAX_SAVED_BYTES`; the chunk crossing it is still written), so endless
+    output cannot fill the host's disk; :attr:`saved_all` then turns False.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, max_saved_bytes: int | None = None) -> None:
+        self.max_saved_bytes = MAX_SAVED_BYTES if max_saved_bytes is None else max_saved_bytes
+        self.saved_bytes = 0
+        self.saved_all = True
         self.total_bytes = 0
         self.newlines = 0
         self.last_char = ""
@@ -57,14 +65,16 @@ class OutputCollector:
         """Append one decoded chunk."""
         if not text:
             return
-        self.total_bytes += len(text.encode("utf-8", "surrogatepass"))
+        size = len(text.encode("utf-8", "surrogatepass"))
+        self.total_bytes += size
         self.newlines += text.count("\n")
         self.last_char = text[-1]
         self._remember_last_line(text)
         if self._file is not None:
-            self._file.write(text)
+            self._save(text, size)
         elif self.total_bytes > MAX_BYTES:
-            self._spill().write(text)
+            self._spill()
+            self._save(text, size)
         self.chunks.append(text)
         self.chars += len(text)
         if self._file is not None:
@@ -82,6 +92,15 @@ class OutputCollector:
             self.last_line = (self.last_line + tail)[-200:]
         self.last_line = self.last_line[-200:]
 
+    def _save(self, text: str, size: int) -> None:
+        if self._file is None:
+            return
+        if self.saved_bytes >= self.max_saved_bytes:
+            self.saved_all = False
+            return
+        self._file.write(text)
+        self.saved_bytes += size
+
     def _spill(self) -> TextIO:
         fd, path = tempfile.mkstemp(prefix="toolwire-bash-", suffix=".log")
         f = open(fd, "w", encoding="utf-8", errors="surrogatepass")  # noqa: SIM115
@@ -89,6 +108,7 @@ class OutputCollector:
         self.file_path = path
         for c in self.chunks:
             f.write(c)
+            self.saved_bytes += len(c.encode("utf-8", "surrogatepass"))
         return f
 
     @property
@@ -158,8 +178,6 @@ async def bash(
     if not cwd.is_dir():
         raise ToolError(f"Working directory does not exist: {cwd}")
     limit = timeout if timeout is not None else ctx.env.default_timeout
-    env = dict(os.environ)
-    env.update(ctx.env.env)
     out = OutputCollector()
     last_report = 0.0
     reported = 0
@@ -175,8 +193,8 @@ async def bash(
 
     shell = find_shell()
     try:
-        result = await run_command(
-            [shell, "-c", command], cwd=cwd, env=env, timeout=limit, on_output=on_output
+        result = await run_in_env(
+            ctx.env, [shell, "-c", command], cwd=cwd, timeout=limit, on_output=on_output
         )
     except FileNotFoundError as exc:
         raise ToolError(f"Cannot start the shell {shell}: {exc.strerror or exc}") from None
@@ -192,9 +210,11 @@ async def bash(
             what = f"Showing the last {format_size(record.output_bytes)} of line {end}"
         else:
             what = f"Showing lines {start}-{end} of {end}"
-        parts.append(
-            f"[{what} ({format_size(record.total_bytes)} in all). Full output: {out.file_path}]"
-        )
+        if out.saved_all:
+            saved = f"Full output: {out.file_path}"
+        else:
+            saved = f"The first {format_size(out.saved_bytes)} of it are in {out.file_path}"
+        parts.append(f"[{what} ({format_size(record.total_bytes)} in all). {saved}]")
     details: dict[str, Any] = {
         "exitCode": result.exit_code,
         "signal": result.signal,
@@ -204,6 +224,8 @@ async def bash(
     if record.truncated:
         details["truncation"] = record.to_json()
         details["fullOutputPath"] = out.file_path
+        if not out.saved_all:
+            details["fullOutputSavedBytes"] = out.saved_bytes
     is_error = False
     if result.timed_out:
         parts.append(
@@ -214,7 +236,12 @@ async def bash(
         parts.append(f"[Command was killed by {_signal_name(result.signal)}]")
         is_error = True
     elif result.exit_code not in (0, None):
-        parts.append(f"[Command failed with exit code {result.exit_code}]")
+        code = result.exit_code
+        hint = ""
+        if 128 < code <= 128 + 64 and _signal_name(code - 128)[0:3] == "SIG":
+            # The shell's (and bubblewrap's) way of reporting a death by signal.
+            hint = f" (128+{code - 128}: a process killed by {_signal_name(code - 128)})"
+        parts.append(f"[Command failed with exit code {code}{hint}]")
         is_error = True
     text = "\n\n".join(p for p in parts if p) or "(no output)"
     return ToolResult(text, details=details, is_error=is_error)

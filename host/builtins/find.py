@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from typing import Annotated, Any
 
 import anyio
@@ -10,7 +9,7 @@ from pydantic import Field
 
 from ..context import ToolContext
 from ..results import ToolError, ToolResult
-from ..runner import RunResult, run_command
+from ..runner import RunResult, run_in_env
 from ..truncate import MAX_BYTES, format_size, truncate_head
 from ._common import GlobMatcher, builtin_tool, display_path, find_rg
 from .grep import rg_base_args
@@ -76,11 +75,8 @@ async def find(
             *lines, buf = buf.split("\n")
             take(lines)
 
-        result = await run_command(
-            [*rg_base_args(rg), "--files", "--", "."],
-            cwd=real,
-            env=dict(os.environ),
-            on_output=on_output,
+        result = await run_in_env(
+            ctx.env, [*rg_base_args(rg), "--files", "--", "."], cwd=real, on_output=on_output
         )
         take([buf])
     if result is not None and result.exit_code not in (0, 1) and not found:

@@ -15,7 +15,7 @@ from pydantic import Field
 
 from ..context import ToolContext
 from ..results import ToolError, ToolResult
-from ..runner import RunResult, run_command
+from ..runner import RunResult, run_in_env
 from ..truncate import GREP_MAX_LINE_CHARS, MAX_BYTES, format_size, truncate_head, truncate_line
 from ._common import GlobMatcher, builtin_tool, display_path, file_kind, find_rg, read_regular
 
@@ -150,7 +150,7 @@ async def grep(
         def on_output(text: str) -> None:
             take(parser.feed(text))
 
-        result = await run_command(argv, cwd=search_dir, env=dict(os.environ), on_output=on_output)
+        result = await run_in_env(ctx.env, argv, cwd=search_dir, on_output=on_output)
         take(parser.close())
     failed = result is not None and result.exit_code not in (0, 1)
     if failed and not matches:

@@ -1,0 +1,248 @@
+"""Sandbox policy (host/sandbox.py): settings, the secret filter, resolution and how the
+host reports it — through the real host where the behaviour is the host's."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from toolwire.host.sandbox import (
+    DEFAULT_LIMITS,
+    SandboxSettings,
+    SandboxUnavailable,
+    looks_secret,
+    resolve_sandbox,
+)
+
+from tests.hostproc import HostProcess
+
+BWRAP = resolve_sandbox(SandboxSettings())
+needs_bwrap = pytest.mark.skipif(
+    not BWRAP.active, reason=f"bubblewrap cannot run here: {BWRAP.reason}"
+)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "GITHUB_TOKEN",
+        "AWS_SECRET_ACCESS_KEY",
+        "OPENAI_API_KEY",
+        "PGPASSWORD",
+        "SSH_AUTH_SOCK",
+        "SENTRY_DSN",
+        "my_secret",
+        "NPM_CONFIG__AUTH",
+        "GH_PAT",
+        "DB_PASS",
+    ],
+)
+def test_secret_looking_names(name: str) -> None:
+    assert looks_secret(name)
+
+
+@pytest.mark.parametrize("name", ["PATH", "HOME", "LANG", "TERM", "LC_ALL", "KEYBOARD", "PWD"])
+def test_ordinary_names(name: str) -> None:
+    assert not looks_secret(name)
+
+
+def test_env_allow_filters_secrets_even_when_listed() -> None:
+    s = SandboxSettings.from_table({"env_allow": ["PATH", "LC_*", "GITHUB_TOKEN", "MY_*"]})
+    host = {
+        "PATH": "/usr/bin",
+        "LC_ALL": "C",
+        "GITHUB_TOKEN": "t",
+        "MY_API_KEY": "k",
+        "MY_DIR": "d",
+        "OTHER": "o",
+    }
+    assert s.allowed_env(host) == {"PATH": "/usr/bin", "LC_ALL": "C", "MY_DIR": "d"}
+
+
+def test_default_settings() -> None:
+    s = SandboxSettings.from_table({})
+    assert s.mode == "auto" and s.allow_network is False
+    assert s.env_allow == ["PATH", "HOME", "LANG", "TERM"]
+    assert s.effective_limits() == DEFAULT_LIMITS
+    assert set(DEFAULT_LIMITS) == {
+        "cpu_seconds",
+        "address_space",
+        "processes",
+        "file_size",
+        "open_files",
+    }
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ({"nope": 1}, "unknown [sandbox] settings"),
+        ({"limits": {"memory": 5}}, "unknown [sandbox] limit"),
+        ({"limits": {"processes": -1}}, "must be a whole number"),
+        ({"limits": {"processes": "many"}}, "must be a whole number"),
+        ({"extra_ro_paths": ["relative/dir"]}, "is not an absolute path"),
+        ({"extra_rw_paths": ["/no/such/dir/anywhere"]}, "does not exist"),
+        ({"extra_ro_paths": "/usr"}, "must be a list"),
+        ({"allow_network": "yes"}, "true or false"),
+        ({"env_allow": "PATH"}, "list of variable names"),
+        ({"mode": "docker"}, "auto, bwrap or none"),
+    ],
+)
+def test_bad_settings_are_refused(table: dict[str, object], message: str) -> None:
+    with pytest.raises(ValueError, match=r".*" + message.replace("[", r"\[").replace("]", r"\]")):
+        SandboxSettings.from_table(table)
+
+
+def test_mode_none_is_inactive_and_passes_the_environment() -> None:
+    sb = resolve_sandbox(SandboxSettings(mode="none"))
+    assert not sb.active
+    assert "disabled" in sb.describe()
+    assert sb.environment({"GITHUB_TOKEN": "x"}, {"A": "b"}) == {"GITHUB_TOKEN": "x", "A": "b"}
+
+
+def test_missing_bwrap_auto_falls_back_and_bwrap_refuses(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    sb = resolve_sandbox(SandboxSettings(mode="auto"))
+    assert not sb.active
+    assert "not installed" in sb.reason and "apt-get install bubblewrap" in sb.reason
+    assert sb.describe().startswith("WARNING: commands run UNSANDBOXED")
+    # The fallback still scrubs the environment.
+    assert sb.environment({"PATH": "/x", "AWS_SECRET_ACCESS_KEY": "s", "FOO": "f"}) == {
+        "PATH": "/x"
+    }
+    with pytest.raises(SandboxUnavailable, match="not installed"):
+        resolve_sandbox(SandboxSettings(mode="bwrap"))
+
+
+def _host_without_bwrap(tmp_path: Path, mode: str) -> HostProcess:
+    return HostProcess(
+        ["--root", str(tmp_path), "--sandbox", mode],
+        env={"PATH": "/nonexistent", "TOOLWIRE_TEST_SECRET": "hunter2"},
+    )
+
+
+def test_host_with_sandbox_bwrap_refuses_to_start_without_it(tmp_path: Path) -> None:
+    h = _host_without_bwrap(tmp_path, "bwrap")
+    try:
+        assert h.wait(timeout=10) == 2
+    finally:
+        h.close()
+    assert "--sandbox bwrap" in h.stderr and "refusing to run unsandboxed" in h.stderr
+    assert "bubblewrap (bwrap) is not installed" in h.stderr
+
+
+def test_host_auto_without_bwrap_says_so_loudly(tmp_path: Path) -> None:
+    with _host_without_bwrap(tmp_path, "auto") as h:
+        result = h.initialize()["result"]
+        assert "commands run UNSANDBOXED" in result["instructions"]
+        assert "install bubblewrap" in result["instructions"]
+        # The fallback still keeps the host's secrets from commands.
+        r = h.call("bash", {"command": "/usr/bin/env"})["result"]
+        assert "hunter2" not in r["content"][0]["text"]
+    assert "WARNING" in h.stderr and "UNSANDBOXED" in h.stderr
+
+
+def test_host_sandbox_none_is_said_and_unfiltered(tmp_path: Path) -> None:
+    with HostProcess(
+        ["--root", str(tmp_path), "--sandbox", "none"], env={"TOOLWIRE_TEST_SECRET": "hunter2"}
+    ) as h:
+        result = h.initialize()["result"]
+        assert "unsandboxed (sandbox disabled)" in result["instructions"]
+        r = h.call("bash", {"command": "echo $TOOLWIRE_TEST_SECRET"})["result"]
+        assert r["content"][0]["text"] == "hunter2"
+
+
+@needs_bwrap
+def test_host_auto_with_bwrap_is_sandboxed_and_says_so(tmp_path: Path) -> None:
+    with HostProcess(["--root", str(tmp_path)]) as h:
+        text = h.initialize()["result"]["instructions"]
+        assert "Commands run sandboxed (bubblewrap, without network)" in text
+        assert "1024 processes" in text
+        r = h.call("bash", {"command": "echo $$; ulimit -u; ulimit -n; ulimit -t"})["result"]
+        pid, nproc, nofile, cpu = r["content"][0]["text"].split("\n")
+        assert int(pid) < 10  # a PID namespace of its own
+        assert (int(nproc), int(nofile), cpu) == (1024, 4096, "600")
+
+
+@needs_bwrap
+def test_config_file_limits_and_env_allow(tmp_path: Path) -> None:
+    cfg = tmp_path / "toolwire.toml"
+    cfg.write_text(
+        "[sandbox]\n"
+        'mode = "bwrap"\n'
+        'env_allow = ["PATH", "TOOLWIRE_T_*", "GITHUB_TOKEN"]\n'
+        "[sandbox.limits]\n"
+        "open_files = 77\n"
+        "processes = 0\n"
+    )
+    root = tmp_path / "root"
+    root.mkdir()
+    with HostProcess(
+        ["--config", str(cfg), "--root", str(root)],
+        env={"TOOLWIRE_T_SHOWN": "visible", "GITHUB_TOKEN": "ghp_x", "TOOLWIRE_T_TOKEN": "t"},
+    ) as h:
+        text = h.initialize()["result"]["instructions"]
+        assert "77 open files" in text and "processes" not in text.split("Limits")[1]
+        r = h.call("bash", {"command": "ulimit -n; env | sort"})["result"]
+        out = r["content"][0]["text"]
+        lines = out.split("\n")
+        assert lines[0] == "77"
+        assert "TOOLWIRE_T_SHOWN=visible" in lines
+        assert "ghp_x" not in out and "TOOLWIRE_T_TOKEN" not in out
+        assert not any(line.startswith("HOME=") for line in lines)  # not in this env_allow
+
+
+@needs_bwrap
+def test_extra_paths(tmp_path: Path) -> None:
+    ro = tmp_path / "ro"
+    rw = tmp_path / "rw"
+    root = tmp_path / "root"
+    for d in (ro, rw, root):
+        d.mkdir()
+    (ro / "data.txt").write_text("read me\n")
+    cfg = tmp_path / "toolwire.toml"
+    cfg.write_text(f'[sandbox]\nextra_ro_paths = ["{ro}"]\nextra_rw_paths = ["{rw}"]\n')
+    with HostProcess(["--config", str(cfg), "--root", str(root), "--sandbox", "bwrap"]) as h:
+        h.initialize()
+        r = h.call(
+            "bash",
+            {"command": f"cat {ro}/data.txt; echo new > {rw}/made.txt; touch {ro}/nope"},
+        )["result"]
+        assert "read me" in r["content"][0]["text"]
+        assert "Read-only file system" in r["content"][0]["text"]
+    assert (rw / "made.txt").read_text() == "new\n"
+    assert not (ro / "nope").exists()
+
+
+@needs_bwrap
+def test_python_and_venv_work_inside(tmp_path: Path) -> None:
+    (tmp_path / "test_x.py").write_text("def test_ok():\n    assert 1 + 1 == 2\n")
+    with HostProcess(["--root", str(tmp_path), "--sandbox", "bwrap"]) as h:
+        h.initialize()
+        cmd = f"{sys.executable} -m pytest -q -p no:cacheprovider"
+        r = h.call("bash", {"command": cmd}, timeout=60)["result"]
+        assert r.get("isError") is not True, r
+        assert "1 passed" in r["content"][0]["text"]
+        # grep and find run ripgrep inside the sandbox too.
+        r = h.call("grep", {"pattern": "assert 1"})["result"]
+        assert "test_x.py:2:" in r["content"][0]["text"]
+        r = h.call("find", {"pattern": "*.py"})["result"]
+        assert r["content"][0]["text"] == "test_x.py"
+
+
+@needs_bwrap
+def test_signal_death_is_explained(tmp_path: Path) -> None:
+    with HostProcess(["--root", str(tmp_path), "--sandbox", "bwrap"]) as h:
+        h.initialize()
+        r = h.call("bash", {"command": "kill -KILL $$"})["result"]
+        assert r["isError"] is True
+        assert "exit code 137 (128+9: a process killed by SIGKILL)" in r["content"][0]["text"]
+
+
+def test_home_outside_the_sandbox_becomes_tmp() -> None:
+    if not BWRAP.active:
+        pytest.skip(f"bubblewrap cannot run here: {BWRAP.reason}")
+    env = BWRAP.environment({"HOME": "/definitely/not/mounted", "PATH": os.defpath})
+    assert env["HOME"] == "/tmp"
