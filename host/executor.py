@@ -1,8 +1,9 @@
-"""The executor pipeline: lookup → validate → execute → result.
+"""The executor: runs one tool handler under its timeout and the per-file mutation queue.
 
 Failures the model can correct come back as results with ``isError: true`` (invalid
 arguments, a handler that raised, a timeout), as MCP 2025-11-25 asks ("Error
 Handling"). Only an unknown tool is a protocol error (-32602), raised by the caller.
+The full call pipeline (hooks, approval) is :class:`toolwire.host.pipeline.Pipeline`.
 """
 
 from __future__ import annotations
@@ -20,10 +21,14 @@ from toolwire import _json
 from toolwire.session import is_stray_cancellation
 
 from .context import ToolContext
+from .mutation import MutationQueue, mutation_keys
 from .results import ToolResult, error_result, is_content_dict, json_text, to_wire_content
 from .tools import ArgumentError, Tool
 
-__all__ = ["Executor", "format_argument_error"]
+__all__ = ["SHARED_MUTATION_QUEUE", "Executor", "format_argument_error"]
+
+SHARED_MUTATION_QUEUE = MutationQueue()
+"""The process-wide per-file mutation queue every :class:`Executor` uses by default."""
 
 log = logging.getLogger("toolwire.executor")
 
@@ -50,25 +55,63 @@ class Executor:
             means no limit.
         max_threads: worker threads for synchronous handlers. Reading and answering
             never wait on this pool; a sync call beyond the limit waits for a thread.
+        mutations: the per-file mutation queue (default: the process-wide one).
     """
 
-    def __init__(self, default_timeout: float | None = 600.0, max_threads: int = 256) -> None:
+    def __init__(
+        self,
+        default_timeout: float | None = 600.0,
+        max_threads: int = 256,
+        mutations: MutationQueue | None = None,
+    ) -> None:
         self.default_timeout = default_timeout
         self.limiter = anyio.CapacityLimiter(max_threads)
+        self.mutations = mutations if mutations is not None else SHARED_MUTATION_QUEUE
 
     async def run(self, tool: Tool, arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-        """Validate ``arguments`` for ``tool``, run it, return a wire ``CallToolResult``.
+        """Prepare and check ``arguments`` for ``tool``, run it, return a wire
+        ``CallToolResult`` (no hooks, no approval: see :class:`~toolwire.host.pipeline.Pipeline`).
 
         Never raises for a tool's own failure; cancellation propagates.
         """
+        args: Any = arguments
+        if tool.prepare_arguments is not None:
+            try:
+                args = tool.prepare_arguments(arguments)
+            except Exception as exc:
+                return error_result(
+                    f'Could not prepare the arguments of tool "{tool.name}": {_text_of(exc)}'
+                )
         try:
-            kwargs = tool.validate(arguments)
+            checked = tool.check(args)
+            kwargs = tool.validator.to_kwargs(checked)
         except ArgumentError as exc:
-            return error_result(format_argument_error(tool.name, exc.problems, arguments))
-        return await self.invoke(tool, kwargs, ctx)
+            return error_result(format_argument_error(tool.name, exc.problems, args))
+        return await self.invoke(tool, kwargs, ctx, arguments=checked)
 
-    async def invoke(self, tool: Tool, kwargs: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-        """Run ``tool`` with already-validated keyword arguments, under its timeout."""
+    async def invoke(
+        self,
+        tool: Tool,
+        kwargs: dict[str, Any],
+        ctx: ToolContext,
+        *,
+        arguments: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Run ``tool`` with already-validated keyword arguments, under its timeout.
+
+        When the tool declares ``mutates``, the call first waits its turn in the per-file
+        mutation queue for the paths named in ``arguments`` (the checked arguments;
+        ``kwargs`` when not given).
+        """
+        if tool.mutates:
+            source = arguments if arguments is not None else kwargs
+            keys = mutation_keys(tool.mutates, source, ctx.env)
+            if keys:
+                async with self.mutations.hold(keys):
+                    return await self._invoke(tool, kwargs, ctx)
+        return await self._invoke(tool, kwargs, ctx)
+
+    async def _invoke(self, tool: Tool, kwargs: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         if tool.context_param is not None:
             kwargs[tool.context_param] = ctx
         timeout = tool.timeout if tool.timeout is not None else self.default_timeout
@@ -108,6 +151,13 @@ class Executor:
             return await tool.handler(**kwargs)
         func: Callable[[], Any] = functools.partial(tool.handler, **kwargs)
         return await anyio.to_thread.run_sync(func, abandon_on_cancel=True, limiter=self.limiter)
+
+
+def _text_of(exc: BaseException) -> str:
+    try:
+        return str(exc) or type(exc).__name__
+    except Exception:
+        return type(exc).__name__
 
 
 def _exception_result(tool: Tool, exc: Exception) -> dict[str, Any]:

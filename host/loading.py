@@ -12,10 +12,18 @@ import types
 from pathlib import Path
 from typing import Any
 
+from .hooks import is_hook
 from .registry import Registry
 from .tools import Tool, is_tool
 
-__all__ = ["ENTRY_POINT_GROUP", "load_builtins", "load_entry_points", "load_tools", "tools_in"]
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "hooks_in",
+    "load_builtins",
+    "load_entry_points",
+    "load_tools",
+    "tools_in",
+]
 
 log = logging.getLogger("toolwire.loading")
 
@@ -67,11 +75,25 @@ def tools_in(obj: Any) -> list[Any]:
     return []
 
 
-def load_tools(registry: Registry, spec: str) -> int:
-    """Register every ``@tool`` found in ``spec`` (file or module); returns the count.
+def hooks_in(module: types.ModuleType) -> list[Any]:
+    """The ``@before_tool_call`` / ``@after_tool_call`` functions defined at module level,
+    in definition order."""
+    seen: set[int] = set()
+    found = []
+    for value in vars(module).values():
+        if is_hook(value) and id(value) not in seen:
+            seen.add(id(value))
+            found.append(value)
+    return found
 
-    A module may also define ``register(registry)`` to add tools (and, later, hooks)
-    itself; it is called after the marked functions are registered.
+
+def load_tools(registry: Registry, spec: str) -> int:
+    """Register every ``@tool`` and every hook found in ``spec`` (file or module);
+    returns the number of tools.
+
+    Module-level functions marked ``@before_tool_call`` / ``@after_tool_call`` are
+    registered as hooks, in definition order. A module may also define
+    ``register(registry)`` to add tools and hooks itself; it is called last.
 
     Raises:
         ImportError: the module cannot be imported.
@@ -81,6 +103,8 @@ def load_tools(registry: Registry, spec: str) -> int:
     found = tools_in(module)
     for fn in found:
         registry.add(fn)
+    for hook in hooks_in(module):
+        registry.add_hook(hook)
     register = getattr(module, "register", None)
     if callable(register) and not is_tool(register):
         register(registry)

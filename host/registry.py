@@ -1,11 +1,13 @@
-"""The tool registry: name → :class:`~toolwire.host.tools.Tool`, definitions out."""
+"""The tool registry: name → :class:`~toolwire.host.tools.Tool`, definitions out, plus the
+hooks that run around calls (:mod:`toolwire.host.hooks`)."""
 
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from .hooks import HookKind, HookSet
 from .tools import Tool, ToolDefinitionError, build_tool
 
 __all__ = ["Registry"]
@@ -17,12 +19,39 @@ class Registry:
     Only :meth:`definitions` ever leave the host; handlers stay here.
     Listeners added with :meth:`on_change` are called after every add or remove
     (the host turns that into ``notifications/tools/list_changed``).
+
+    Attributes:
+        hooks: the before/after hooks run around every call (:meth:`add_hook`).
     """
 
     def __init__(self) -> None:
         self._tools: dict[str, Tool] = {}
         self._defs: list[dict[str, Any]] | None = None
         self._listeners: list[Callable[[], None]] = []
+        self.hooks = HookSet()
+
+    def add_hook(
+        self,
+        fn: Callable[..., Any],
+        kind: HookKind | None = None,
+        *,
+        tools: Sequence[str] | None = None,
+    ) -> Callable[..., Any]:
+        """Register a hook; returns ``fn``.
+
+        Args:
+            fn: ``before(call, args, ctx)`` or ``after(call, args, result, ctx)``, sync
+                or async (see :mod:`toolwire.host.hooks`).
+            kind: "before" or "after"; defaults to what ``@before_tool_call`` /
+                ``@after_tool_call`` marked.
+            tools: limit the hook to these tool names (default: every tool, or what the
+                decorator said).
+
+        Raises:
+            ValueError: no kind given for an undecorated function, or an unknown kind.
+        """
+        self.hooks.add(fn, kind, tools=tools)
+        return fn
 
     def add(self, fn_or_tool: Callable[..., Any] | Tool) -> Tool:
         """Register a ``@tool`` function (or a built :class:`Tool`); return the Tool.

@@ -27,6 +27,7 @@ from toolwire.framing import DEFAULT_MAX_MESSAGE_SIZE
 from toolwire.session import Session
 from toolwire.streams import FdReceiveStream, FdSendStream
 
+from .approval import ApprovalPolicy
 from .config import load_config_file
 from .context import ExecEnv
 from .executor import Executor
@@ -283,6 +284,8 @@ async def run_host(
         Executor(default_timeout=config.timeout, max_threads=config.max_threads),
         instructions=describe(config, env),
         page_size=config.page_size,
+        approval=ApprovalPolicy.parse(config.approve),
+        approval_timeout=config.approval_timeout,
     )
     session = Session(
         FdReceiveStream(read_fd),

@@ -1,9 +1,11 @@
 """The host's method handlers: MCP tool subset plus LSP lifecycle, on one session.
 
 Methods served (see protocol.md for params, results and errors):
-``initialize``, ``ping``, ``tools/list``, ``tools/call``, ``logging/setLevel``,
-``shutdown``; notifications ``notifications/initialized``, ``initialized``,
-``exit``, and the two cancellation dialects handled by the session.
+``initialize``, ``ping``, ``tools/list``, ``tools/call``, ``tools/callBatch``,
+``logging/setLevel``, ``shutdown``; notifications ``notifications/initialized``,
+``initialized``, ``exit``, and the two cancellation dialects handled by the session.
+The host sends ``toolwire/approve`` requests to clients that declared the approval
+capability, when the approval policy marks a call.
 """
 
 from __future__ import annotations
@@ -12,13 +14,18 @@ import logging
 from typing import Any
 
 from toolwire import __version__
-from toolwire.errors import INVALID_PARAMS, INVALID_REQUEST, JsonRpcError
+from toolwire.errors import INVALID_PARAMS, INVALID_REQUEST, REQUEST_TIMEOUT, JsonRpcError
 from toolwire.models import LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
 from toolwire.session import RequestContext, Session
 
+from .approval import APPROVE_METHOD, ApprovalDecision, ApprovalPolicy, parse_answer
+from .batch import run_batch
 from .context import LOG_LEVELS, ExecEnv, ToolContext
 from .executor import Executor
+from .hooks import ToolCall
+from .pipeline import Pipeline
 from .registry import Registry
+from .tools import Tool
 
 __all__ = ["HostServer"]
 
@@ -35,6 +42,8 @@ class HostServer:
         instructions: text for ``initialize``'s ``instructions``.
         page_size: tool definitions per ``tools/list`` page.
         server_name: ``serverInfo.name``.
+        approval: which calls need the client's approval (default: none).
+        approval_timeout: seconds to wait for the client's ``toolwire/approve`` answer.
     """
 
     def __init__(
@@ -46,6 +55,8 @@ class HostServer:
         instructions: str | None = None,
         page_size: int = 500,
         server_name: str = "toolwire",
+        approval: ApprovalPolicy | None = None,
+        approval_timeout: float = 120.0,
     ) -> None:
         self.registry = registry
         self.env = env
@@ -61,6 +72,9 @@ class HostServer:
         self.shutdown_requested = False
         self.exit_code: int | None = None
         self.log_level = LOG_LEVELS["info"]
+        self.approval = approval if approval is not None else ApprovalPolicy()
+        self.approval_timeout = approval_timeout
+        self.pipeline = Pipeline(self.executor, registry.hooks, self.approval, self.ask_approval)
         registry.on_change(self._tools_changed)
 
     def attach(self, session: Session) -> None:
@@ -76,6 +90,7 @@ class HostServer:
             }
         )
         session.request_handlers["tools/call"] = self._tools_call
+        session.request_handlers["tools/callBatch"] = self._tools_call_batch
         session.notification_handlers.update(
             {
                 "notifications/initialized": self._on_initialized,
@@ -193,7 +208,49 @@ class HostServer:
         elif type(arguments) is not dict:
             raise JsonRpcError(INVALID_PARAMS, "'arguments' must be an object")
         ctx = ToolContext(rctx.id, name, self.env, self, rctx)
-        return await self.executor.run(tool, arguments, ctx)
+        return await self.pipeline.run(tool, ToolCall(rctx.id, name, arguments), ctx)
+
+    async def _tools_call_batch(self, params: Any, rctx: RequestContext) -> dict[str, Any]:
+        return await run_batch(self, params, rctx)
+
+    # ------------------------------------------------------------------ approval
+
+    @property
+    def client_approves(self) -> bool:
+        """True when the client declared ``capabilities.toolwire.approval: true``."""
+        ext = self.client_capabilities.get("toolwire")
+        return type(ext) is dict and ext.get("approval") is True
+
+    async def ask_approval(
+        self, call: ToolCall, tool: Tool, arguments: dict[str, Any]
+    ) -> ApprovalDecision | str:
+        """Ask the client with ``toolwire/approve``; returns its decision, or the text of
+        the denial when it cannot approve (no capability, no answer within
+        :attr:`approval_timeout`, an error or a malformed answer)."""
+        if not self.client_approves or self.session is None:
+            return (
+                f'Call denied: tool "{tool.name}" needs the client\'s approval, but the client '
+                'did not declare the capability {"toolwire": {"approval": true}}'
+            )
+        params: dict[str, Any] = {"callId": call.id, "name": tool.name, "arguments": arguments}
+        annotations = tool.definition().get("annotations")
+        if annotations:
+            params["annotations"] = annotations
+        try:
+            answer = await self.session.request(
+                APPROVE_METHOD, params, timeout=self.approval_timeout
+            )
+        except JsonRpcError as exc:
+            if exc.code == REQUEST_TIMEOUT:
+                return (
+                    "Call denied: the client did not answer the approval request within "
+                    f"{self.approval_timeout:g} seconds"
+                )
+            return f"Call denied: the approval request failed: {exc.message}"
+        decision = parse_answer(answer)
+        if isinstance(decision, str):
+            return f"Call denied: the client's approval answer is malformed: {decision}"
+        return decision
 
 
 def _object_params(params: Any) -> dict[str, Any]:

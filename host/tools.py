@@ -1,12 +1,16 @@
 """Tool declarations: the ``@tool`` decorator, schema derivation and argument validation.
 
-A tool's parameters can be declared three ways, and each gives one source for both
-the input schema clients see and the validation the host applies:
+A tool's parameters can be declared three ways, and each gives one input schema, which
+is both what clients see and the only thing arguments are checked against
+(:mod:`toolwire.host.schema`):
 
-1. type hints on the handler's parameters (a pydantic model is built from them);
-2. a single parameter annotated with a pydantic model (the model is the schema);
-3. ``input_schema={...}``, a raw JSON Schema (Draft 2020-12, validator compiled once);
+1. type hints on the handler's parameters (pydantic derives the schema from them);
+2. a single parameter annotated with a pydantic model (the model's schema);
+3. ``input_schema={...}``, a raw JSON Schema (Draft 2020-12 unless it names another);
    the handler's one non-context parameter receives the arguments dict.
+
+Only after the check are values converted for the handler, where the parameter type
+needs it (model instances, enums, datetimes); plain JSON values are passed as they are.
 
 A parameter annotated :class:`~toolwire.host.context.ToolContext` is injected and is
 not part of the schema.
@@ -19,11 +23,10 @@ import re
 import sys
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any, TypeVar, get_args, get_origin, get_type_hints, overload
 
-import jsonschema
 import typing_extensions
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 from pydantic.fields import FieldInfo
@@ -31,10 +34,12 @@ from pydantic.fields import FieldInfo
 from toolwire.models import ToolAnnotations
 
 from .context import ToolContext
+from .schema import ArgumentSchema
 
 __all__ = [
     "TOOL_NAME_RE",
     "ArgumentError",
+    "Arguments",
     "Tool",
     "ToolDefinitionError",
     "tool",
@@ -44,6 +49,11 @@ TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 """Valid tool names: 1–64 characters of letters, digits, ``_``, ``.`` and ``-``."""
 
 _TOOL_ATTR = "__toolwire_tool__"
+
+PROMPT_SNIPPET_META_KEY = "toolwire/promptSnippet"
+"""Definition ``_meta`` key holding a tool's one-line system-prompt snippet."""
+PROMPT_GUIDELINES_META_KEY = "toolwire/promptGuidelines"
+"""Definition ``_meta`` key holding a tool's list of system-prompt guideline lines."""
 
 
 class ToolDefinitionError(ValueError):
@@ -63,76 +73,189 @@ class ArgumentError(Exception):
         super().__init__("; ".join(f"{p}: {r}" for p, r in problems))
 
 
-# ---------------------------------------------------------------------------- validators
+# ---------------------------------------------------------------------------- arguments
 
 
-class _ModelArgs:
-    """Validate with a pydantic model; hand the handler keyword arguments or the model."""
+Converter = Callable[[Any], Any]
 
-    __slots__ = ("as_model", "field_names", "model", "param")
 
-    def __init__(self, model: type[BaseModel], as_model: str | None) -> None:
+class Arguments:
+    """How one tool's arguments are checked and handed to its handler.
+
+    The input schema is the single source for all three declaration styles: arguments
+    are checked against it (:meth:`check`), and only then turned into the handler's
+    keyword arguments (:meth:`to_kwargs`), converting values only where the parameter
+    type needs a Python object (a pydantic model, an enum, a datetime, ...).
+
+    Attributes:
+        schema: the compiled input schema.
+        style: "hints", "model" or "schema" (how the parameters were declared).
+    """
+
+    __slots__ = ("converters", "field_defaults", "model", "names", "param", "schema", "style")
+
+    def __init__(
+        self,
+        schema: ArgumentSchema,
+        style: str,
+        *,
+        names: tuple[str, ...] = (),
+        converters: tuple[tuple[str, Converter], ...] = (),
+        field_defaults: tuple[tuple[str, FieldInfo], ...] = (),
+        model: type[BaseModel] | None = None,
+        param: str | None = None,
+    ) -> None:
+        self.schema = schema
+        self.style = style
+        self.names = names
+        self.converters = converters
+        self.field_defaults = field_defaults
         self.model = model
-        self.as_model = as_model  # parameter name receiving the model instance
-        self.field_names = tuple(model.model_fields)
-
-    def validate(self, args: dict[str, Any]) -> dict[str, Any]:
-        try:
-            m = self.model.model_validate(args)
-        except ValidationError as exc:
-            raise ArgumentError(_pydantic_problems(exc)) from None
-        if self.as_model is not None:
-            return {self.as_model: m}
-        d = m.__dict__
-        return {n: d[n] for n in self.field_names}
-
-
-class _SchemaArgs:
-    """Validate with a compiled Draft 2020-12 validator; hand over the arguments dict."""
-
-    __slots__ = ("param", "properties", "validator")
-
-    def __init__(self, schema: dict[str, Any], param: str) -> None:
-        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-        cls.check_schema(schema)
-        self.validator = cls(schema, format_checker=cls.FORMAT_CHECKER)
         self.param = param
-        props = schema.get("properties")
-        extra = schema.get("additionalProperties", True) is not False or schema.get(
-            "patternProperties"
-        )
-        # Undeclared fields never reach the handler (unless the schema admits extras).
-        self.properties = None if (props is None or extra) else frozenset(props)
 
-    def validate(self, args: dict[str, Any]) -> dict[str, Any]:
-        errors = list(self.validator.iter_errors(args))
-        if errors:
-            raise ArgumentError(_schema_problems(errors))
-        if self.properties is not None:
-            args = {k: v for k, v in args.items() if k in self.properties}
-        return {self.param: args}
+    def check(self, arguments: Any) -> dict[str, Any]:
+        """Check ``arguments`` against the input schema; return the arguments to use.
+
+        Valid arguments are returned as they are (minus undeclared top-level fields);
+        otherwise a coerced copy is made (:meth:`ArgumentSchema.coerce`) and checked
+        again. The input is never changed.
+
+        Raises:
+            ArgumentError: the (coerced) arguments still fail; every failing path listed.
+        """
+        schema = self.schema
+        try:
+            ok = schema.is_valid(arguments)
+        except RecursionError:
+            ok = False
+        if not ok:
+            coerced = schema.coerce(arguments)
+            try:
+                ok = coerced is not arguments and schema.is_valid(coerced)
+            except RecursionError:
+                ok = False
+            if not ok:
+                problems = schema.problems(coerced)
+                if problems:
+                    raise ArgumentError(problems)
+            arguments = coerced
+        if type(arguments) is not dict:
+            raise ArgumentError([("(root)", f"expected object, got {type(arguments).__name__}")])
+        checked: dict[str, Any] = arguments
+        declared = schema.declared
+        if declared is not None and not declared.issuperset(checked):
+            checked = {k: v for k, v in checked.items() if k in declared}
+        return checked
+
+    def to_kwargs(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """The handler's keyword arguments (context excluded) for checked ``arguments``.
+
+        Raises:
+            ArgumentError: a value the schema admits but the parameter type refuses
+                (a pydantic validator, a malformed datetime, ...).
+        """
+        style = self.style
+        if style == "hints":
+            # check() left only declared fields, and every declared field is a parameter.
+            kwargs = dict(arguments)
+            for name, convert in self.converters:
+                if name in kwargs:
+                    try:
+                        kwargs[name] = convert(kwargs[name])
+                    except ValidationError as exc:
+                        raise ArgumentError(_pydantic_problems(exc, (name,))) from None
+                    except (ValueError, TypeError, OverflowError) as exc:
+                        raise ArgumentError([(name, str(exc))]) from None
+            for name, info in self.field_defaults:
+                if name not in kwargs:
+                    kwargs[name] = info.get_default(call_default_factory=True)
+            return kwargs
+        assert self.param is not None
+        if style == "model":
+            assert self.model is not None
+            try:
+                return {self.param: self.model.model_validate(arguments)}
+            except ValidationError as exc:
+                raise ArgumentError(_pydantic_problems(exc)) from None
+        return {self.param: arguments}
+
+    def validate(self, arguments: Any) -> dict[str, Any]:
+        """:meth:`check` then :meth:`to_kwargs`.
+
+        Raises:
+            ArgumentError: listing every failing field path with its reason.
+        """
+        return self.to_kwargs(self.check(arguments))
 
 
-def _pydantic_problems(exc: ValidationError) -> list[tuple[str, str]]:
+def _pydantic_problems(exc: ValidationError, prefix: tuple[str, ...] = ()) -> list[tuple[str, str]]:
     out = []
     for err in exc.errors(include_url=False):
-        path = ".".join(str(p) for p in err["loc"]) or "(root)"
+        path = ".".join([*prefix, *(str(p) for p in err["loc"])]) or "(root)"
         out.append((path, err["msg"]))
     return out
 
 
-def _schema_problems(errors: list[jsonschema.ValidationError]) -> list[tuple[str, str]]:
-    out = []
-    for err in sorted(errors, key=lambda e: [str(p) for p in e.absolute_path]):
-        parts = [str(p) for p in err.absolute_path]
-        if err.validator == "required" and isinstance(err.instance, dict):
-            required = err.validator_value if isinstance(err.validator_value, list) else []
-            missing = [r for r in required if r not in err.instance]
-            for name in missing:
-                out.append((".".join([*parts, str(name)]), "Field required"))
-            continue
-        out.append((".".join(parts) or "(root)", err.message))
-    return out
+def _to_int(v: Any) -> Any:
+    return int(v) if type(v) is float else v
+
+
+def _to_float(v: Any) -> Any:
+    return float(v) if type(v) is int else v
+
+
+_IDENTITY_TYPES: frozenset[Any] = frozenset({str, bool, Any, object, type(None)})
+
+
+def _plain_converter(ann: Any) -> tuple[bool, Converter | None]:
+    """``(handled, converter)`` for annotations whose checked JSON value needs at most a
+    cheap fix-up; ``handled`` False means a pydantic adapter must convert it."""
+    if ann in _IDENTITY_TYPES:
+        return True, None
+    if ann is int:
+        return True, _to_int
+    if ann is float:
+        return True, _to_float
+    origin = get_origin(ann)
+    if origin is Annotated:
+        base, *extras = get_args(ann)
+        for e in extras:
+            if isinstance(e, str):
+                continue
+            if isinstance(e, FieldInfo) and not e.metadata and e.default_factory is None:
+                continue
+            return False, None
+        return _plain_converter(base)
+    if origin in (typing.Union, types.UnionType):
+        members = [a for a in get_args(ann) if a is not type(None)]
+        if len(members) == 1 and len(get_args(ann)) == 2:
+            ok, conv = _plain_converter(members[0])
+            if not ok:
+                return False, None
+            if conv is None:
+                return True, None
+            inner = conv
+            return True, lambda v: None if v is None else inner(v)
+        return False, None
+    if origin is typing.Literal:
+        return all(type(a) is str for a in get_args(ann)), None
+    if origin in (list, dict) or ann in (list, dict):
+        args = get_args(ann)
+        if origin is dict and args and args[0] is not str:
+            return False, None
+        item = args[-1] if args else Any
+        ok, conv = _plain_converter(item)
+        return ok and conv is None, None
+    return False, None
+
+
+def _converter_for(ann: Any) -> Converter | None:
+    """How a checked JSON value becomes the Python value for a parameter of type ``ann``."""
+    ok, conv = _plain_converter(ann)
+    if ok:
+        return conv
+    adapter: TypeAdapter[Any] = TypeAdapter(ann)
+    return adapter.validate_python
 
 
 # ---------------------------------------------------------------------------- the tool
@@ -153,8 +276,13 @@ class Tool:
         annotations: MCP behaviour hints.
         title: human-readable display name.
         timeout: seconds before the call is cancelled; None uses the host default.
-        mutates: names of arguments holding file paths this tool changes.
+        mutates: names of arguments holding file paths this tool changes; calls
+            changing the same file run one at a time (the per-file mutation queue).
         execution_mode: "parallel" or "sequential" (honoured by batches).
+        prepare_arguments: ``fn(raw) -> raw'`` run before validation (a compatibility
+            layer for old argument shapes); raising fails the call.
+        prompt_snippet: one line for an agent's "Available tools" system-prompt list.
+        prompt_guidelines: extra system-prompt lines about using this tool.
     """
 
     name: str
@@ -162,7 +290,7 @@ class Tool:
     input_schema: dict[str, Any]
     handler: Callable[..., Any]
     is_async: bool
-    validator: _ModelArgs | _SchemaArgs
+    validator: Arguments
     context_param: str | None = None
     output_schema: dict[str, Any] | None = None
     output_adapter: TypeAdapter[Any] | None = None
@@ -172,6 +300,9 @@ class Tool:
     mutates: tuple[str, ...] = ()
     execution_mode: str = "parallel"
     meta: dict[str, Any] | None = None
+    prepare_arguments: Callable[[Any], Any] | None = None
+    prompt_snippet: str | None = None
+    prompt_guidelines: tuple[str, ...] = ()
     _definition: dict[str, Any] | None = field(default=None, repr=False)
 
     def definition(self) -> dict[str, Any]:
@@ -188,18 +319,33 @@ class Tool:
                 d["annotations"] = self.annotations.model_dump(
                     mode="json", by_alias=True, exclude_none=True
                 )
-            if self.meta:
-                d["_meta"] = self.meta
+            meta = dict(self.meta or {})
+            if self.prompt_snippet:
+                meta[PROMPT_SNIPPET_META_KEY] = self.prompt_snippet
+            if self.prompt_guidelines:
+                meta[PROMPT_GUIDELINES_META_KEY] = list(self.prompt_guidelines)
+            if meta:
+                d["_meta"] = meta
             self._definition = d
         return self._definition
 
     def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
-        """Validate ``arguments``; return the handler's keyword arguments (context excluded).
+        """Check ``arguments`` (coercing on a copy when needed); return the handler's
+        keyword arguments (context excluded). ``prepare_arguments`` is not applied.
 
         Raises:
             ArgumentError: listing every failing field path with its reason.
         """
         return self.validator.validate(arguments)
+
+    def check(self, arguments: Any) -> dict[str, Any]:
+        """The checked arguments (JSON values, undeclared fields dropped); see
+        :meth:`Arguments.check`.
+
+        Raises:
+            ArgumentError: listing every failing field path with its reason.
+        """
+        return self.validator.check(arguments)
 
     @property
     def read_only(self) -> bool:
@@ -229,6 +375,9 @@ def tool(
     input_schema: dict[str, Any] | None = None,
     mutates: tuple[str, ...] | list[str] = (),
     execution_mode: str = "parallel",
+    prepare_arguments: Callable[[Any], Any] | None = None,
+    prompt_snippet: str | None = None,
+    prompt_guidelines: Sequence[str] = (),
 ) -> Callable[[_F], _F]: ...
 
 
@@ -243,6 +392,9 @@ def tool(
     input_schema: dict[str, Any] | None = None,
     mutates: tuple[str, ...] | list[str] = (),
     execution_mode: str = "parallel",
+    prepare_arguments: Callable[[Any], Any] | None = None,
+    prompt_snippet: str | None = None,
+    prompt_guidelines: Sequence[str] = (),
 ) -> Any:
     """Declare a function (sync or async) as a tool.
 
@@ -259,8 +411,16 @@ def tool(
             snake_case keys, e.g. ``{"readOnlyHint": True}``).
         timeout: seconds before the call is cancelled (overrides the host default).
         input_schema: a raw JSON Schema; the handler then takes one arguments dict.
-        mutates: argument names holding file paths the tool changes.
+        mutates: argument names holding file paths the tool changes (a string or a
+            list of strings each); calls changing the same real path run one at a time.
         execution_mode: "sequential" makes any batch containing this tool sequential.
+        prepare_arguments: ``fn(raw_arguments) -> arguments`` run before validation,
+            e.g. to map an old argument shape to the current one; if it raises, the
+            call fails with an error result.
+        prompt_snippet: one line describing the tool for an agent's system prompt
+            (sent in the definition's ``_meta["toolwire/promptSnippet"]``).
+        prompt_guidelines: lines of advice for the system prompt
+            (``_meta["toolwire/promptGuidelines"]``).
 
     Returns:
         The function itself, marked; :func:`build_tool` turns it into a :class:`Tool`.
@@ -279,6 +439,9 @@ def tool(
                 "input_schema": input_schema,
                 "mutates": tuple(mutates),
                 "execution_mode": execution_mode,
+                "prepare_arguments": prepare_arguments,
+                "prompt_snippet": prompt_snippet,
+                "prompt_guidelines": tuple(prompt_guidelines),
             },
         )
         return f
@@ -328,7 +491,7 @@ def build_tool(fn: Callable[..., Any]) -> Tool:
             raise ToolDefinitionError(f"Tool {name!r}: *args/**kwargs cannot form a schema")
         params.append(p)
 
-    validator: _ModelArgs | _SchemaArgs
+    validator: Arguments
     raw_schema = opts.get("input_schema")
     if raw_schema is not None:
         if len(params) != 1:
@@ -338,19 +501,24 @@ def build_tool(fn: Callable[..., Any]) -> Tool:
             )
         if raw_schema.get("type") != "object":
             raise ToolDefinitionError(f"Tool {name!r}: input_schema must have type 'object'")
+        compiled = ArgumentSchema(raw_schema)
         try:
-            validator = _SchemaArgs(raw_schema, params[0].name)
-        except jsonschema.SchemaError as exc:
+            compiled.check_schema()
+        except Exception as exc:  # jsonschema.SchemaError (imported lazily)
             raise ToolDefinitionError(
-                f"Tool {name!r}: invalid input_schema: {exc.message}"
+                f"Tool {name!r}: invalid input_schema: {getattr(exc, 'message', exc)}"
             ) from exc
+        validator = Arguments(compiled, "schema", param=params[0].name)
         input_schema = raw_schema
     elif len(params) == 1 and _is_model(hints.get(params[0].name)):
         model = hints[params[0].name]
-        validator = _ModelArgs(model, params[0].name)
         input_schema = _clean_schema(model.model_json_schema())
+        validator = Arguments(
+            ArgumentSchema(input_schema), "model", model=model, param=params[0].name
+        )
     else:
         fields: dict[str, Any] = {}
+        converters: list[tuple[str, Converter]] = []
         for p in params:
             ann = hints.get(p.name, Any)
             default = ... if p.default is inspect.Parameter.empty else p.default
@@ -369,6 +537,14 @@ def build_tool(fn: Callable[..., Any]) -> Tool:
             if desc is not None:
                 field_kwargs["description"] = desc
             fields[p.name] = (ann, Field(**field_kwargs))
+            try:
+                convert = _converter_for(ann)
+            except Exception as exc:
+                raise ToolDefinitionError(
+                    f"Tool {name!r}: parameter {p.name!r} has no usable type: {exc}"
+                ) from exc
+            if convert is not None:
+                converters.append((p.name, convert))
         try:
             model = create_model(
                 f"{name}_arguments",
@@ -380,7 +556,12 @@ def build_tool(fn: Callable[..., Any]) -> Tool:
             raise ToolDefinitionError(
                 f"Tool {name!r}: parameters have no JSON Schema: {exc}"
             ) from exc
-        validator = _ModelArgs(model, None)
+        validator = Arguments(
+            ArgumentSchema(input_schema),
+            "hints",
+            names=tuple(p.name for p in params),
+            converters=tuple(converters),
+        )
 
     try:
         output_schema, output_adapter = _output_schema(hints.get("return"))
@@ -406,6 +587,9 @@ def build_tool(fn: Callable[..., Any]) -> Tool:
         timeout=opts.get("timeout"),
         mutates=tuple(opts.get("mutates", ())),
         execution_mode=opts.get("execution_mode", "parallel"),
+        prepare_arguments=opts.get("prepare_arguments"),
+        prompt_snippet=opts.get("prompt_snippet"),
+        prompt_guidelines=tuple(opts.get("prompt_guidelines", ())),
     )
 
 

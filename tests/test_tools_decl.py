@@ -173,10 +173,11 @@ def test_raw_json_schema_is_compiled_once_and_validated() -> None:
 
     t = build_tool(f)
     assert t.input_schema is schema
-    validator = t.validator.validator  # type: ignore[union-attr]
-    assert isinstance(validator, jsonschema.Draft202012Validator)
+    check = t.validator.schema.is_valid
+    assert t.validator.schema.fast  # the compiled check, not jsonschema
     assert t.validate({"q": "a"}) == {"args": {"q": "a"}}
-    assert t.validator.validator is validator  # type: ignore[union-attr]
+    assert t.validator.schema.is_valid is check
+    assert isinstance(t.validator.schema.validator, jsonschema.Draft202012Validator)
     with pytest.raises(ArgumentError) as e:
         t.validate({"n": -1, "zz": 1})
     paths = [p for p, _ in e.value.problems]

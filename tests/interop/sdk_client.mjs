@@ -151,13 +151,14 @@ async function main() {
   }
 
   // An isError result: arguments that fail the input schema are a result the model can read.
-  const invalid = await within(client.callTool({ name: "echo", arguments: { text: 42 } }), 10, "invalid");
+  // (An object: a number would be coerced to its text, as protocol.md's coercion rules say.)
+  const invalid = await within(client.callTool({ name: "echo", arguments: { text: { n: 42 } } }), 10, "invalid");
   observed.invalidArguments = invalid;
   exp.equal("invalid arguments: isError", invalid.isError, true);
   const invalidText = invalid.content?.[0]?.text ?? "";
   exp.expect("invalid arguments: names the tool", invalidText.startsWith('Invalid arguments for tool "echo"'), invalidText);
   exp.expect("invalid arguments: names the field", /\n {2}- text: /.test(invalidText), invalidText);
-  exp.expect("invalid arguments: echoes what was received", invalidText.includes('{"text":42}'), invalidText);
+  exp.expect("invalid arguments: echoes what was received", invalidText.includes('{"text":{"n":42}}'), invalidText);
 
   // An unknown tool is a protocol error: McpError -32602.
   const unknown = await settle(within(client.callTool({ name: "no_such_tool", arguments: {} }), 10, "unknown"));

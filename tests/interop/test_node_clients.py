@@ -216,9 +216,10 @@ def test_inspector_cli_calls_tools(node: str, tmp_path: Path) -> None:
 
 def test_inspector_cli_errors(node: str, tmp_path: Path) -> None:
     """An isError result is printed and exits 0; a protocol error (-32602) exits 1."""
-    # text=42 is sent as the integer 42, which fails echo's input schema.
+    # text=[42] is sent as an array, which fails echo's input schema (a bare 42 would be
+    # coerced to the string "42", as protocol.md's coercion rules say).
     proc = run_inspector(
-        node, tmp_path, "--method", "tools/call", "--tool-name", "echo", "--tool-arg", "text=42"
+        node, tmp_path, "--method", "tools/call", "--tool-name", "echo", "--tool-arg", "text=[42]"
     )
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)

@@ -1,0 +1,251 @@
+"""``tools/callBatch``: one request running several tool calls (an assistant message's calls).
+
+Three phases (see protocol.md, "Batches and approval"):
+
+1. preflight, in source order: lookup, ``prepare_arguments``, coercion and validation,
+   before hooks, approval. A call failing any of them gets its error result at once and
+   never runs;
+2. the rest execute concurrently, or one after another when the batch asks for
+   ``mode: "sequential"`` or any call targets a tool declared ``execution_mode="sequential"``;
+3. results come back in source order, each paired with its call id.
+
+``stopReason: "length"`` (the model's output was cut off) runs nothing: every call gets an
+error result asking for it again. With ``_meta.progressToken`` the host reports each
+call's start, progress and end, and the batch's progress; nothing after the response.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from toolwire.errors import INVALID_PARAMS, JsonRpcError
+from toolwire.messages import RequestId, is_valid_id
+from toolwire.models import TERMINATE_META_KEY
+from toolwire.session import RequestContext
+
+from .context import ToolContext
+from .hooks import ToolCall
+from .pipeline import Prepared
+from .results import error_result
+
+if TYPE_CHECKING:
+    from .server import HostServer
+
+__all__ = [
+    "CALL_ENDED",
+    "CALL_PROGRESS",
+    "CALL_STARTED",
+    "BatchCall",
+    "length_error_text",
+    "parse_batch",
+    "run_batch",
+]
+
+CALL_STARTED = "notifications/toolwire/callStarted"
+CALL_PROGRESS = "notifications/toolwire/callProgress"
+CALL_ENDED = "notifications/toolwire/callEnded"
+
+
+@dataclass(slots=True)
+class BatchCall:
+    """One entry of ``params.calls``, checked.
+
+    Attributes:
+        id: the call id (unique in the batch).
+        name: the tool name.
+        arguments: the arguments object (``{}`` when absent), or None when it was not
+            an object (that call gets an error result).
+    """
+
+    id: RequestId
+    name: str
+    arguments: dict[str, Any] | None
+
+
+def length_error_text(name: str) -> str:
+    """The error result text for a call not run because the model's output was cut off."""
+    return (
+        f'Tool call "{name}" was not executed: the model\'s output reached its length limit, '
+        "so its arguments may be incomplete. Issue the call again with complete arguments."
+    )
+
+
+def parse_batch(params: Any) -> tuple[list[BatchCall], bool, str | None]:
+    """Check the ``tools/callBatch`` envelope; returns ``(calls, sequential, stop_reason)``.
+
+    Raises:
+        JsonRpcError: -32602 for params that are not an object, ``calls`` not an array,
+            an entry that is not an object or lacks a string/integer ``id`` or a string
+            ``name``, duplicate ids, an unknown ``mode``, a ``stopReason`` that is not a
+            string.
+    """
+    if type(params) is not dict:
+        raise JsonRpcError(
+            INVALID_PARAMS, "tools/callBatch params must be an object {calls, mode?, stopReason?}"
+        )
+    calls = params.get("calls")
+    if type(calls) is not list:
+        raise JsonRpcError(INVALID_PARAMS, "tools/callBatch needs 'calls', an array")
+    mode = params.get("mode")
+    if mode is None:
+        mode = "parallel"
+    if mode not in ("parallel", "sequential"):
+        raise JsonRpcError(INVALID_PARAMS, f'Unknown mode {mode!r}: use "parallel" or "sequential"')
+    stop_reason = params.get("stopReason")
+    if stop_reason is not None and type(stop_reason) is not str:
+        raise JsonRpcError(INVALID_PARAMS, "'stopReason' must be a string")
+    out: list[BatchCall] = []
+    seen: set[RequestId] = set()
+    for i, entry in enumerate(calls):
+        if type(entry) is not dict:
+            raise JsonRpcError(
+                INVALID_PARAMS, f"calls[{i}] must be an object {{id, name, arguments?}}"
+            )
+        call_id = entry.get("id")
+        if not is_valid_id(call_id):
+            raise JsonRpcError(INVALID_PARAMS, f"calls[{i}].id must be a string or an integer")
+        if call_id in seen:
+            raise JsonRpcError(INVALID_PARAMS, f"Duplicate call id {call_id!r} in the batch")
+        seen.add(call_id)
+        name = entry.get("name")
+        if type(name) is not str:
+            raise JsonRpcError(INVALID_PARAMS, f"calls[{i}].name must be a string")
+        arguments = entry.get("arguments")
+        if arguments is None:
+            arguments = {}
+        elif type(arguments) is not dict:
+            arguments = None
+        out.append(BatchCall(call_id, name, arguments))
+    return out, mode == "sequential", stop_reason
+
+
+class _CallProgress:
+    """Stands in for a call's request context: its progress becomes ``callProgress``."""
+
+    __slots__ = ("_batch", "_call_id", "_last", "done")
+
+    def __init__(self, batch: _BatchRun, call_id: RequestId) -> None:
+        self._batch = batch
+        self._call_id = call_id
+        self._last: float | None = None
+        self.done = False
+
+    def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> bool:
+        if self.done or (self._last is not None and not progress > self._last):
+            return False
+        self._last = progress
+        params: dict[str, Any] = {"callId": self._call_id, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        return self._batch.notify(CALL_PROGRESS, params)
+
+
+class _BatchRun:
+    def __init__(self, server: HostServer, calls: list[BatchCall], rctx: RequestContext) -> None:
+        self.server = server
+        self.calls = calls
+        self.rctx = rctx
+        self.results: list[dict[str, Any] | None] = [None] * len(calls)
+        self.progress: list[_CallProgress | None] = [None] * len(calls)
+        self.finished = 0
+
+    def notify(self, method: str, params: dict[str, Any]) -> bool:
+        rctx = self.rctx
+        token = rctx.progress_token
+        if token is None or rctx.done or rctx.cancelled_by is not None:
+            return False
+        rctx.session.notify(method, {"progressToken": token, **params})
+        return True
+
+    def started(self, i: int) -> None:
+        call = self.calls[i]
+        self.notify(CALL_STARTED, {"callId": call.id, "name": call.name})
+
+    def ended(self, i: int, result: dict[str, Any]) -> None:
+        call = self.calls[i]
+        self.results[i] = result
+        reporter = self.progress[i]
+        if reporter is not None:
+            reporter.done = True
+        self.finished += 1
+        self.notify(CALL_ENDED, {"callId": call.id, "isError": result.get("isError") is True})
+        self.rctx.report_progress(self.finished, len(self.calls), f"{call.name} finished")
+
+    def immediate(self, i: int, result: dict[str, Any]) -> None:
+        self.started(i)
+        self.ended(i, result)
+
+    async def execute(self, i: int, prepared: Prepared) -> None:
+        self.started(i)
+        result = await self.server.pipeline.execute(prepared)
+        self.ended(i, result)
+
+
+async def run_batch(server: HostServer, params: Any, rctx: RequestContext) -> dict[str, Any]:
+    """Serve one ``tools/callBatch`` request; returns ``{results, terminate?}``.
+
+    Raises:
+        JsonRpcError: -32602 for a malformed envelope (see :func:`parse_batch`).
+    """
+    calls, sequential, stop_reason = parse_batch(params)
+    run = _BatchRun(server, calls, rctx)
+    if stop_reason == "length":
+        for i, call in enumerate(calls):
+            run.immediate(i, error_result(length_error_text(call.name)))
+        return _batch_result(run)
+
+    registry = server.registry
+    pipeline = server.pipeline
+    ready: list[tuple[int, Prepared]] = []
+    for i, call in enumerate(calls):
+        tool = registry.get(call.name)
+        if tool is None:
+            run.immediate(i, error_result(f"Unknown tool: {call.name}"))
+            continue
+        if tool.execution_mode == "sequential":
+            sequential = True
+        if call.arguments is None:
+            run.immediate(i, error_result(f'Arguments of tool call "{call.id}" must be an object'))
+            continue
+        reporter = _CallProgress(run, call.id)
+        run.progress[i] = reporter
+        ctx = ToolContext(call.id, call.name, server.env, server, reporter)
+        outcome = await pipeline.preflight(
+            tool, ToolCall(call.id, call.name, call.arguments, rctx.id), ctx
+        )
+        if isinstance(outcome, Prepared):
+            ready.append((i, outcome))
+        else:
+            run.immediate(i, outcome)
+
+    if sequential:
+        for i, prepared in ready:
+            await run.execute(i, prepared)
+    else:
+        async with anyio.create_task_group() as tg:
+            for i, prepared in ready:
+                tg.start_soon(run.execute, i, prepared)
+    return _batch_result(run)
+
+
+def _batch_result(run: _BatchRun) -> dict[str, Any]:
+    results = [r if r is not None else error_result("Internal error") for r in run.results]
+    out: dict[str, Any] = {
+        "results": [
+            {"id": call.id, "name": call.name, "result": result}
+            for call, result in zip(run.calls, results, strict=True)
+        ]
+    }
+    if results and all(
+        r.get("isError") is not True and (r.get("_meta") or {}).get(TERMINATE_META_KEY) is True
+        for r in results
+    ):
+        out["terminate"] = True
+    return out
