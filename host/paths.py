@@ -4,13 +4,20 @@ A tool's path argument is normalised (a leading ``@`` stripped, Unicode spaces m
 plain, ``~`` expanded), made absolute against the environment's cwd, and resolved to
 its real path with every symlink followed. The real path must lie inside the root;
 anything else — ``..`` climbing out, an absolute path elsewhere, a symlink pointing
-out — is refused with :class:`PathError`.
+out — is refused with :class:`PathError`. Symlinks inside the root are followed only
+while they stay inside: one whose target lies outside the root is refused even when
+the rest of the path would lead back in.
+
+Resolving is a check on names; the file tools also check what they actually opened
+(see :mod:`toolwire.host.builtins._common`), so a path swapped for a symlink between
+the check and the use is still refused.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import stat
 import unicodedata
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,6 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PathError",
+    "is_inside",
     "normalize_path_argument",
     "path_variants",
     "resolve_path",
@@ -71,9 +79,9 @@ def _resolve_clean(env: ExecEnv, cleaned: str, path: str, *, must_exist: bool) -
     candidate = Path(cleaned)
     if not candidate.is_absolute():
         candidate = env.cwd / candidate
-    real = Path(os.path.realpath(candidate))
     root = env.root
-    if real != root and root not in real.parents:
+    real = Path(_resolve_beneath(str(root), str(candidate), path))
+    if not is_inside(real, root):
         raise PathError(
             f"Path {path!r} resolves to {real}, which is outside the root {root}; "
             "tools may only touch files inside the root"
@@ -81,6 +89,64 @@ def _resolve_clean(env: ExecEnv, cleaned: str, path: str, *, must_exist: bool) -
     if must_exist and not os.path.lexists(real):
         raise PathError(f"Path not found: {path}")
     return real
+
+
+_MAX_SYMLINKS = 40
+"""Symlinks followed in one path before it is refused (as the kernel's ELOOP)."""
+
+
+def is_inside(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> bool:
+    """True when ``path`` is ``root`` or lies below it (both absolute, compared as
+    names: resolve them first)."""
+    p, r = os.fspath(path), os.fspath(root)
+    return p == r or p.startswith(r.rstrip("/") + "/")
+
+
+def _resolve_beneath(root: str, candidate: str, shown: str) -> str:
+    """``os.path.realpath(candidate)``, refusing a symlink that lies inside ``root`` and
+    whose own real target lies outside it.
+
+    Symlinks outside the root (on the way to it) are followed freely; the caller checks
+    that the final path is inside. Missing components resolve by name, as realpath does.
+
+    Raises:
+        PathError: such a symlink, or more than :data:`_MAX_SYMLINKS` symlinks.
+    """
+    pending = list(reversed(candidate.split("/")))
+    current = "/"
+    links = 0
+    while pending:
+        comp = pending.pop()
+        if comp in ("", "."):
+            continue
+        if comp == "..":
+            current = os.path.dirname(current)
+            continue
+        nxt = os.path.join(current, comp)
+        try:
+            st = os.lstat(nxt)
+        except OSError:
+            current = nxt
+            continue
+        if not stat.S_ISLNK(st.st_mode):
+            current = nxt
+            continue
+        links += 1
+        if links > _MAX_SYMLINKS:
+            raise PathError(f"Path {shown!r} has too many levels of symbolic links")
+        target = os.readlink(nxt)
+        if is_inside(current, root):
+            real_target = os.path.realpath(nxt)
+            if not is_inside(real_target, root):
+                raise PathError(
+                    f"Path {shown!r} goes through the symlink {nxt} -> {target}, which "
+                    f"leads to {real_target}, outside the root {root}; tools may only "
+                    "touch files inside the root"
+                )
+        if target.startswith("/"):
+            current = "/"
+        pending.extend(reversed(target.split("/")))
+    return current
 
 
 _AM_PM = re.compile(r" ([AP]M)\.")

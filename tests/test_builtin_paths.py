@@ -163,3 +163,105 @@ def test_truncate_line() -> None:
     assert truncate_line("abc", 5) == ("abc", False)
     cut, was = truncate_line("x" * 600)
     assert was and cut == "x" * 500 + "... [truncated]"
+
+
+def test_symlink_out_and_back_in_is_refused(tmp_path: Path) -> None:
+    # root/d leads outside; d/../root/f would land back inside, but the link is not
+    # followed past the root.
+    root = tmp_path / "root"
+    (root).mkdir()
+    (root / "f").write_text("x")
+    (tmp_path / "outside").mkdir()
+    (root / "d").symlink_to(tmp_path / "outside")
+    (root / "dangling").symlink_to(tmp_path / "outside" / "new.txt")
+    env = ExecEnv.at(root)
+    for bad in ["d/../root/f", "d/../../" + tmp_path.name + "/root/f", "dangling"]:
+        with pytest.raises(PathError, match=r"goes through the symlink .* outside the root"):
+            resolve_path(env, bad)
+
+
+def test_symlink_loops_and_relative_links(tmp_path: Path) -> None:
+    (tmp_path / "a").symlink_to("b")
+    (tmp_path / "b").symlink_to("a")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "up").symlink_to("../sub/../f")
+    (tmp_path / "f").write_text("x")
+    env = ExecEnv.at(tmp_path)
+    with pytest.raises(PathError, match=r"too many levels of symbolic links|outside the root"):
+        resolve_path(env, "a")
+    assert resolve_path(env, "sub/up") == tmp_path / "f"
+
+
+# ------------------------------------------------------------------ after the name check
+
+
+def _outside_world(tmp_path: Path) -> tuple[Path, Path]:
+    root = tmp_path / "root"
+    out = tmp_path / "outside"
+    root.mkdir()
+    out.mkdir()
+    (out / "f").write_text("OUTSIDE\n")
+    return root, out
+
+
+def test_opened_file_or_directory_outside_the_root_is_refused(tmp_path: Path) -> None:
+    from toolwire.host.builtins._common import atomic_write, open_regular
+    from toolwire.host.builtins.ls import list_directory
+    from toolwire.host.results import ToolError
+
+    root, out = _outside_world(tmp_path)
+    with pytest.raises(ToolError, match="changed while it was being opened"):
+        open_regular(out / "f", "f", within=root)
+    with pytest.raises(ToolError, match="changed while it was being opened"):
+        atomic_write(out / "new", b"x", "new", within=root)
+    assert not (out / "new").exists()
+    with pytest.raises(ToolError, match="changed while it was being opened"):
+        list_directory(str(out), "d", within=root)
+    # A name that became a symlink after the check is not followed.
+    (root / "ln").symlink_to("inside.txt")
+    (root / "inside.txt").write_text("x")
+    with pytest.raises(ToolError, match="became a symlink"):
+        open_regular(root / "ln", "ln", within=root)
+    (root / "wln").symlink_to(out / "f")
+    with pytest.raises(ToolError, match="not a regular file"):
+        atomic_write(root / "wln", b"pwned", "wln", within=root)
+    assert (out / "f").read_text() == "OUTSIDE\n"
+
+
+async def test_directory_swapped_for_a_symlink_during_calls_never_leaks(tmp_path: Path) -> None:
+    # A process running beside the file tools (a command in the same batch, say) keeps
+    # swapping root/x between a real directory (so the name check passes and resolves
+    # to root/x/...) and a symlink out of the root (so the later open would land
+    # outside). Whatever the timing, read never returns the outside file and write
+    # never lands outside.
+    import subprocess
+    import sys
+
+    root, out = _outside_world(tmp_path)
+    (root / "x").mkdir()
+    (root / "x" / "f").write_text("inside\n")
+    flipper = (
+        "import os,sys\n"
+        "x,parked,outside=sys.argv[1:4]\n"
+        "while True:\n"
+        "    try:\n"
+        "        os.rename(x, parked); os.symlink(outside, x)\n"
+        "        os.unlink(x); os.rename(parked, x)\n"
+        "    except OSError:\n"
+        "        pass\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", flipper, str(root / "x"), str(root / "parked"), str(out)]
+    )
+    try:
+        leaked = []
+        for i in range(300):
+            r = await call(root, "read", {"path": "x/f"})
+            if not is_error(r):
+                leaked.append(text(r))
+            await call(root, "write", {"path": f"x/w{i}", "content": "pwned"})
+    finally:
+        proc.kill()
+        proc.wait()
+    assert not [t for t in leaked if "OUTSIDE" in t]
+    assert sorted(p.name for p in out.iterdir()) == ["f"]

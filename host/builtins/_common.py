@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
+import secrets
 import shutil
 import stat
 import sys
-import tempfile
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
 import anyio
 
+from ..paths import is_inside
 from ..results import ToolError
 from ..tools import tool
 
@@ -22,6 +24,7 @@ __all__ = [
     "GlobMatcher",
     "atomic_write",
     "builtin_tool",
+    "check_opened_inside",
     "display_path",
     "file_kind",
     "file_lock",
@@ -51,16 +54,39 @@ def file_kind(mode: int) -> str:
     return "special file"
 
 
-def open_regular(path: Path, shown: str) -> int:
+def _opened_path(fd: int) -> str:
+    """The path the kernel has for an open descriptor (``/proc/self/fd``)."""
+    return os.readlink(f"/proc/self/fd/{fd}")
+
+
+def check_opened_inside(fd: int, within: Path | None, shown: str) -> None:
+    """Refuse a descriptor whose real path is outside ``within`` (a directory or link
+    on the way was swapped after the path was checked)."""
+    if within is None:
+        return
+    try:
+        actual = _opened_path(fd)
+    except OSError:
+        return  # no /proc: the name check already done is all there is
+    if not is_inside(actual, within):
+        raise ToolError(
+            f"{shown} changed while it was being opened and now leads to {actual}, outside "
+            f"the root {within}; refusing it"
+        )
+
+
+def open_regular(path: Path, shown: str, within: Path | None = None) -> int:
     """Open ``path`` read-only, refusing anything but a regular file, without blocking.
 
     The file is opened with ``O_NONBLOCK`` (opening a FIFO never waits for a writer)
-    and checked with ``fstat`` on the open descriptor, so a file swapped for a FIFO
-    between a check and the open is still refused. Returns the descriptor.
+    and ``O_NOFOLLOW``, and checked with ``fstat`` on the open descriptor, so a file
+    swapped for a FIFO or a symlink between a check and the open is still refused.
+    With ``within`` (the root), the opened file's real path must lie inside it.
+    Returns the descriptor.
 
     Raises:
-        ToolError: missing, a directory, FIFO, device or socket, or over
-            :data:`MAX_READ_FILE_BYTES`.
+        ToolError: missing, a directory, FIFO, device, socket or symlink, outside
+            ``within``, or over :data:`MAX_READ_FILE_BYTES`.
     """
     try:
         st = os.stat(path)
@@ -69,13 +95,17 @@ def open_regular(path: Path, shown: str) -> int:
     except OSError as exc:
         raise ToolError(f"Cannot read {shown}: {exc.strerror or exc}") from None
     _check_regular(st.st_mode, shown)
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY | os.O_NOFOLLOW
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+        fd = os.open(path, flags)
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise ToolError(f"{shown} became a symlink while it was being opened") from None
         raise ToolError(f"Cannot read {shown}: {exc.strerror or exc}") from None
     try:
         st = os.fstat(fd)
         _check_regular(st.st_mode, shown)
+        check_opened_inside(fd, within, shown)
         if st.st_size > MAX_READ_FILE_BYTES:
             raise ToolError(
                 f"{shown} is {st.st_size} bytes, more than the {MAX_READ_FILE_BYTES} bytes "
@@ -97,9 +127,9 @@ def _check_regular(mode: int, shown: str) -> None:
     raise ToolError(f"{shown} is a {kind}, not a regular file; refusing to read it")
 
 
-def read_regular(path: Path, shown: str) -> bytes:
+def read_regular(path: Path, shown: str, within: Path | None = None) -> bytes:
     """The whole content of the regular file ``path`` (see :func:`open_regular`)."""
-    fd = open_regular(path, shown)
+    fd = open_regular(path, shown, within)
     try:
         chunks = []
         while True:
@@ -144,38 +174,65 @@ def _umask() -> int:
     return 0o022
 
 
-def atomic_write(path: Path, data: bytes, shown: str) -> bool:
+def atomic_write(path: Path, data: bytes, shown: str, within: Path | None = None) -> bool:
     """Replace ``path``'s content with ``data`` atomically; returns True when created.
 
-    Parent directories are created. The bytes go to a temporary file in the same
-    directory, which is fsynced, given the existing file's mode (and owner, when
-    permitted) or the umask's default for a new file, then renamed over ``path``;
-    the directory is fsynced too. Readers see the old or the new content, never a
-    mix.
+    Parent directories are created. The directory is then opened and, with ``within``
+    (the root), its real path must lie inside it; everything after works relative to
+    that open directory, so a parent swapped for a symlink cannot redirect the write.
+    The bytes go to a new temporary file there (``O_EXCL | O_NOFOLLOW``), which is
+    fsynced, given the existing file's mode (and owner, when permitted) or the umask's
+    default for a new file, then renamed over the name; the directory is fsynced too.
+    Readers see the old or the new content, never a mix. A hard link's other names
+    keep the old content (the name gets a new file).
 
     Raises:
-        ToolError: ``path`` exists and is not a regular file, or an OS error.
+        ToolError: ``path`` exists and is not a regular file (a symlink included), the
+            directory leads outside ``within``, or an OS error.
     """
-    try:
-        st: os.stat_result | None = os.stat(path)
-    except FileNotFoundError:
-        st = None
-    except OSError as exc:
-        raise ToolError(f"Cannot write {shown}: {exc.strerror or exc}") from None
-    if st is not None and not stat.S_ISREG(st.st_mode):
-        raise ToolError(f"{shown} is a {file_kind(st.st_mode)}, not a regular file; not writing it")
     parent = path.parent
+    name = path.name
     try:
         parent.mkdir(parents=True, exist_ok=True)
     except FileExistsError:
         raise ToolError(f"Cannot write {shown}: a parent path is not a directory") from None
     except OSError as exc:
         raise ToolError(f"Cannot create the directory for {shown}: {exc.strerror or exc}") from None
-    mode = stat.S_IMODE(st.st_mode) if st is not None else (0o666 & ~_umask())
     try:
-        fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{path.name}.", suffix=".tmp")
+        dfd = os.open(parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError as exc:
         raise ToolError(f"Cannot write {shown}: {exc.strerror or exc}") from None
+    try:
+        check_opened_inside(dfd, within, shown)
+        return _write_in(dfd, name, data, shown)
+    finally:
+        os.close(dfd)
+
+
+def _write_in(dfd: int, name: str, data: bytes, shown: str) -> bool:
+    try:
+        st: os.stat_result | None = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise ToolError(f"Cannot write {shown}: {exc.strerror or exc}") from None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise ToolError(f"{shown} is a {file_kind(st.st_mode)}, not a regular file; not writing it")
+    mode = stat.S_IMODE(st.st_mode) if st is not None else (0o666 & ~_umask())
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    tmp = ""
+    fd = -1
+    for _ in range(100):
+        tmp = f".{name}.{secrets.token_hex(4)}.tmp"
+        try:
+            fd = os.open(tmp, flags, 0o600, dir_fd=dfd)
+            break
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise ToolError(f"Cannot write {shown}: {exc.strerror or exc}") from None
+    else:
+        raise ToolError(f"Cannot write {shown}: no free temporary name")
     try:
         try:
             view = memoryview(data)
@@ -189,19 +246,15 @@ def atomic_write(path: Path, data: bytes, shown: str) -> bool:
             os.fsync(fd)
         finally:
             os.close(fd)
-        os.replace(tmp, path)
+        os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
     except BaseException as exc:
         with contextlib.suppress(OSError):
-            os.unlink(tmp)
+            os.unlink(tmp, dir_fd=dfd)
         if isinstance(exc, OSError):
             raise ToolError(f"Cannot write {shown}: {exc.strerror or exc}") from None
         raise
     with contextlib.suppress(OSError):
-        dfd = os.open(parent, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
+        os.fsync(dfd)
     return st is None
 
 

@@ -314,7 +314,7 @@ async def edit(
     real = ctx.env.resolve(path, must_exist=True)
     shown = display_path(real, ctx.env.cwd)
     async with file_lock(real):
-        data = await anyio.to_thread.run_sync(read_regular, real, shown)
+        data = await anyio.to_thread.run_sync(read_regular, real, shown, ctx.env.root)
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -326,7 +326,9 @@ async def edit(
         body = text[1:] if bom else text
         new_body, spans = apply_edits(body, specs, shown)
         new_text = ("\ufeff" if bom else "") + new_body
-        await anyio.to_thread.run_sync(atomic_write, real, new_text.encode("utf-8"), shown)
+        await anyio.to_thread.run_sync(
+            atomic_write, real, new_text.encode("utf-8"), shown, ctx.env.root
+        )
     diff, first = _diff(body, new_body, shown)
     n = len(spans)
     details: dict[str, Any] = {"diff": diff, "firstChangedLine": first, "replacements": n}

@@ -169,7 +169,7 @@ async def grep(
         if rel not in file_cache:
             p = Path(search_dir, rel)
             try:
-                data = await anyio.to_thread.run_sync(read_regular, p, rel)
+                data = await anyio.to_thread.run_sync(read_regular, p, rel, ctx.env.root)
                 file_cache[rel] = data.decode("utf-8", "replace").split("\n")
             except ToolError:
                 file_cache[rel] = []

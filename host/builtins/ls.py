@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Annotated
 
 import anyio.to_thread
@@ -10,35 +11,42 @@ from pydantic import Field
 
 from ..context import ToolContext
 from ..results import ToolError, ToolResult
-from ._common import builtin_tool, display_path
+from ._common import builtin_tool, check_opened_inside, display_path
 
 __all__ = ["list_directory", "ls"]
 
 
-def list_directory(path: str, shown: str) -> list[str]:
+def list_directory(path: str, shown: str, within: Path | None = None) -> list[str]:
     """Entry names of ``path``, dotfiles included, sorted case-insensitively, with
     ``/`` after directories (a symlink to a directory counts as one). Entries that
-    cannot be examined are left out.
+    cannot be examined are left out. The directory is opened first and, with
+    ``within`` (the root), the opened directory's real path must lie inside it.
 
     Raises:
-        ToolError: missing, not a directory, or unreadable.
+        ToolError: missing, not a directory, unreadable, or outside ``within``.
     """
     try:
-        with os.scandir(path) as it:
-            entries = list(it)
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except FileNotFoundError:
         raise ToolError(f"Path not found: {shown}") from None
     except NotADirectoryError:
         raise ToolError(f"Not a directory: {shown}; use read for files") from None
     except OSError as exc:
         raise ToolError(f"Cannot list {shown}: {exc.strerror or exc}") from None
-    names: list[str] = []
-    for e in entries:
-        try:
-            is_dir = e.is_dir()
-        except OSError:
-            continue
-        names.append(e.name + "/" if is_dir else e.name)
+    try:
+        check_opened_inside(fd, within, shown)
+        names: list[str] = []
+        with os.scandir(fd) as it:
+            for e in it:
+                try:
+                    is_dir = e.is_dir()
+                except OSError:
+                    continue
+                names.append(e.name + "/" if is_dir else e.name)
+    except OSError as exc:
+        raise ToolError(f"Cannot list {shown}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
     names.sort(key=lambda n: (n.casefold(), n))
     return names
 
@@ -55,7 +63,7 @@ async def ls(
     directories end with '/'."""
     real = ctx.env.resolve(path, must_exist=True)
     shown = display_path(real, ctx.env.cwd)
-    names = await anyio.to_thread.run_sync(list_directory, str(real), shown)
+    names = await anyio.to_thread.run_sync(list_directory, str(real), shown, ctx.env.root)
     if not names:
         return ToolResult("(empty directory)", details={"entries": 0})
     body = "\n".join(names[:limit])

@@ -115,7 +115,7 @@ async def read(
     """
     real = resolve_read_path(ctx.env, path)
     shown = display_path(real, ctx.env.cwd)
-    data = await anyio.to_thread.run_sync(read_regular, real, shown)
+    data = await anyio.to_thread.run_sync(read_regular, real, shown, ctx.env.root)
 
     mime = detect_image(data[:16])
     if mime is not None:

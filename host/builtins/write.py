@@ -33,7 +33,7 @@ async def write(
             f"content holds a lone surrogate at index {exc.start}, which UTF-8 cannot encode"
         ) from None
     async with file_lock(real):
-        created = await anyio.to_thread.run_sync(atomic_write, real, data, shown)
+        created = await anyio.to_thread.run_sync(atomic_write, real, data, shown, ctx.env.root)
     verb = "Created" if created else "Wrote"
     return ToolResult(
         f"{verb} {shown}: {len(data)} bytes written",
