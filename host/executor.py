@@ -83,8 +83,7 @@ class Executor:
                     f'Could not prepare the arguments of tool "{tool.name}": {_text_of(exc)}'
                 )
         try:
-            checked = tool.check(args)
-            kwargs = tool.validator.to_kwargs(checked)
+            checked, kwargs = tool.validator.check_convert(args)
         except ArgumentError as exc:
             return error_result(format_argument_error(tool.name, exc.problems, args))
         return await self.invoke(tool, kwargs, ctx, arguments=checked)

@@ -76,6 +76,19 @@ class Pipeline:
 
     async def run(self, tool: Tool, call: ToolCall, ctx: ToolContext) -> dict[str, Any]:
         """Preflight and execute one call; return its wire ``CallToolResult``."""
+        hooks = self.hooks
+        if (
+            tool.prepare_arguments is None
+            and not hooks.before
+            and not hooks.after
+            and not (self.policy.active and self.policy.needs_approval(tool))
+        ):
+            # The common case, kept short: check, convert, run.
+            try:
+                args, kwargs = tool.validator.check_convert(call.arguments)
+            except ArgumentError as exc:
+                return error_result(format_argument_error(tool.name, exc.problems, call.arguments))
+            return await self.executor.invoke(tool, kwargs, ctx, arguments=args)
         prepared = await self.preflight(tool, call, ctx)
         if type(prepared) is dict:
             return prepared

@@ -431,18 +431,7 @@ class _Compiler:
 
         if extra is None and lo is None and hi is None:
             # The common shape (tool arguments): type, required, properties.
-            def plain(x: Any) -> bool:
-                if type(x) is not dict:
-                    return not strict
-                for name in req:
-                    if name not in x:
-                        return False
-                for name, check in prop_checks:  # noqa: SIM110
-                    if name in x and not check(x[name]):
-                        return False
-                return True
-
-            return plain
+            return _plain_object(props or {}, req, prop_checks, strict)
 
         def full(x: Any) -> bool:
             if type(x) is not dict:
@@ -463,6 +452,62 @@ class _Compiler:
             return hi is None or n <= hi
 
         return full
+
+
+_INLINE_TYPES = {
+    "string": "type({v}) is str",
+    "boolean": "type({v}) is bool",
+    "integer": "(type({v}) is int or (type({v}) is float and {v}.is_integer()))",
+    "number": "(type({v}) is int or type({v}) is float)",
+    "null": "{v} is None",
+    "array": "type({v}) is list",
+    "object": "type({v}) is dict",
+}
+_ANNOTATIONS = frozenset(
+    {"title", "description", "default", "examples", "deprecated", "readOnly", "writeOnly"}
+    | {"$comment", "contentMediaType", "contentEncoding"}
+)
+
+
+def _inline_type(node: Any) -> str | None:
+    """The JSON type name when ``node`` asserts nothing but one type, else None."""
+    if type(node) is not dict or type(node.get("type")) is not str:
+        return None
+    if not set(node).difference(_ANNOTATIONS, {"type"}) and node["type"] in _INLINE_TYPES:
+        return str(node["type"])
+    return None
+
+
+def _plain_object(
+    props: dict[str, Any], req: tuple[str, ...], checks: tuple[tuple[str, Check], ...], strict: bool
+) -> Check:
+    """A check for ``{type: object, properties, required}`` generated as straight-line
+    code: single-type properties are tested inline, others call their compiled check."""
+    lines = ["def check(x):", "    if type(x) is not dict:", f"        return {not strict!r}"]
+    env: dict[str, Any] = {"_MISSING": _MISSING}
+    required = set(req)
+    for name in req:
+        if name not in props:
+            lines += [f"    if {name!r} not in x:", "        return False"]
+    for i, (name, check) in enumerate(checks):
+        inline = _inline_type(props[name])
+        test = _INLINE_TYPES[inline].format(v="v") if inline else f"c{i}(v)"
+        if not inline:
+            env[f"c{i}"] = check
+        if name in required:
+            lines += [
+                f"    v = x.get({name!r}, _MISSING)",
+                "    if v is _MISSING:",
+                "        return False",
+            ]
+        else:
+            lines += [f"    v = x.get({name!r}, _MISSING)", "    if v is _MISSING:", "        pass"]
+        lines += [f"    elif not ({test}):", "        return False"]
+    lines.append("    return True")
+    # Property names enter the code only as repr() literals; no argument value reaches it.
+    exec("\n".join(lines), env)
+    generated: Check = env["check"]
+    return generated
 
 
 # ---------------------------------------------------------------------------- coercion

@@ -92,7 +92,16 @@ class Arguments:
         style: "hints", "model" or "schema" (how the parameters were declared).
     """
 
-    __slots__ = ("converters", "field_defaults", "model", "names", "param", "schema", "style")
+    __slots__ = (
+        "check_convert",
+        "converters",
+        "field_defaults",
+        "model",
+        "names",
+        "param",
+        "schema",
+        "style",
+    )
 
     def __init__(
         self,
@@ -112,6 +121,53 @@ class Arguments:
         self.field_defaults = field_defaults
         self.model = model
         self.param = param
+        self.check_convert: Callable[[Any], tuple[dict[str, Any], dict[str, Any]]] = (
+            self._fast_path()
+        )
+
+    def _slow_check_convert(self, arguments: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+        checked = self.check(arguments)
+        return checked, self.to_kwargs(checked)
+
+    def _fast_path(self) -> Callable[[Any], tuple[dict[str, Any], dict[str, Any]]]:
+        """``check_convert(arguments) -> (checked, kwargs)``: for valid arguments of the
+        common shapes, one compiled check, one key test and one dict; else the full
+        :meth:`check` and :meth:`to_kwargs`."""
+        is_valid = self.schema.is_valid
+        declared = self.schema.declared
+        slow = self._slow_check_convert
+        if self.style == "hints" and not self.converters and not self.field_defaults:
+            if declared is None:
+                return slow
+            only_declared = declared.issuperset
+
+            def hints(arguments: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+                try:
+                    if is_valid(arguments) and only_declared(arguments):
+                        return arguments, dict(arguments)
+                except RecursionError:
+                    pass
+                return slow(arguments)
+
+            return hints
+        if self.style == "schema" and self.param is not None:
+            param = self.param
+            only = declared.issuperset if declared is not None else None
+
+            def raw(arguments: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+                try:
+                    if (
+                        is_valid(arguments)
+                        and type(arguments) is dict
+                        and (only is None or only(arguments))
+                    ):
+                        return arguments, {param: arguments}
+                except RecursionError:
+                    pass
+                return slow(arguments)
+
+            return raw
+        return slow
 
     def check(self, arguments: Any) -> dict[str, Any]:
         """Check ``arguments`` against the input schema; return the arguments to use.
@@ -185,7 +241,7 @@ class Arguments:
         Raises:
             ArgumentError: listing every failing field path with its reason.
         """
-        return self.to_kwargs(self.check(arguments))
+        return self.check_convert(arguments)[1]
 
 
 def _pydantic_problems(exc: ValidationError, prefix: tuple[str, ...] = ()) -> list[tuple[str, str]]:
