@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from .sandbox import Sandbox
+from .sandbox import Sandbox, child_pid_from_info
 
 if TYPE_CHECKING:
     from .context import ExecEnv
@@ -166,6 +166,34 @@ async def _reap_all(pids: set[int]) -> None:
         await anyio.sleep(0.01)
 
 
+def _parent_of(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+        return int(stat[stat.rfind(b")") + 2 :].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+async def _reap_orphan(pid: int | None) -> None:
+    """Wait (bounded) for ``pid`` to exit and reap it, if it is this process's child."""
+    if pid is None:
+        return
+    try:
+        pidfd = os.pidfd_open(pid)  # pins the process: its pid cannot be reused meanwhile
+    except (OSError, AttributeError):
+        return
+    try:
+        if _parent_of(pid) != os.getpid():
+            return  # not handed to us (the host is not a subreaper): init reaps it
+        with anyio.move_on_after(_REAP_SECONDS):
+            await anyio.wait_readable(pidfd)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
+    finally:
+        os.close(pidfd)
+
+
 def _decode_status(status: int) -> tuple[int | None, int | None]:
     if os.WIFEXITED(status):
         return os.WEXITSTATUS(status), None
@@ -213,15 +241,20 @@ async def run_command(
     marker = secrets.token_hex(16)
     full_env = dict(os.environ if env is None else env)
     full_env[MARKER_ENV] = marker
+    info_r = info_w = -1
+    pass_fds: tuple[int, ...] = ()
     if sandbox is not None:
+        if sandbox.active:
+            info_r, info_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
         wrapped = sandbox.wrap(
             argv,
             root=cwd if root is None else root,
             cwd=cwd,
             env=full_env,
             marker=(MARKER_ENV, marker),
+            info_fd=info_w if info_w >= 0 else None,
         )
-        argv, full_env = wrapped.argv, wrapped.env
+        argv, full_env, pass_fds = wrapped.argv, wrapped.env, wrapped.pass_fds
     read_fd, write_fd = os.pipe2(os.O_CLOEXEC)
     try:
         proc = subprocess.Popen(
@@ -233,14 +266,19 @@ async def run_command(
             env=full_env,
             start_new_session=True,
             close_fds=True,
+            pass_fds=pass_fds,
         )
     except BaseException:
         os.close(read_fd)
+        if info_r >= 0:
+            os.close(info_r)
         if sandbox is not None:
             Sandbox.cleanup(wrapped)
         raise
     finally:
         os.close(write_fd)
+        if info_w >= 0:
+            os.close(info_w)
     pid = proc.pid
     os.set_blocking(read_fd, False)
     pidfd: int | None = None
@@ -345,6 +383,15 @@ async def run_command(
             os.close(read_fd)
             if pidfd is not None:
                 os.close(pidfd)
+            if info_r >= 0:
+                # The sandbox's first process is handed to the host (a child
+                # subreaper) when bubblewrap exits: reap it, or it stays a zombie.
+                try:
+                    info = os.read(info_r, 4096)
+                except OSError:
+                    info = b""
+                os.close(info_r)
+                await _reap_orphan(child_pid_from_info(info))
             if sandbox is not None:
                 Sandbox.cleanup(wrapped)
 

@@ -35,9 +35,12 @@ import re
 import resource
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,7 +54,9 @@ __all__ = [
     "SandboxSettings",
     "SandboxUnavailable",
     "WrappedCommand",
+    "child_pid_from_info",
     "looks_secret",
+    "reap_orphan",
     "resolve_sandbox",
 ]
 
@@ -208,11 +213,19 @@ class WrappedCommand:
             the command's own environment is in ``argv``).
         cgroup: a per-command cgroup directory to remove afterwards (see
             :meth:`Sandbox.cleanup`), or None.
+        pass_fds: descriptors the started program must inherit.
     """
 
     argv: list[str]
     env: dict[str, str]
     cgroup: str | None = None
+    pass_fds: tuple[int, ...] = ()
+
+
+def child_pid_from_info(data: bytes) -> int | None:
+    """The ``child-pid`` bubblewrap reported on its ``--info-fd`` (None if absent)."""
+    match = re.search(rb'"child-pid"\s*:\s*(\d+)', data)
+    return int(match.group(1)) if match else None
 
 
 _SYSTEM_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
@@ -478,6 +491,7 @@ class Sandbox:
         cwd: str | os.PathLike[str],
         env: Mapping[str, str],
         marker: tuple[str, str] | None = None,
+        info_fd: int | None = None,
     ) -> WrappedCommand:
         """The command line that runs ``argv`` in this sandbox.
 
@@ -488,6 +502,9 @@ class Sandbox:
             env: the command's complete environment (see :meth:`environment`).
             marker: (name, value) of an environment variable also given to the
                 bubblewrap process itself, so the runner can find it.
+            info_fd: a descriptor bubblewrap writes ``{"child-pid": N}`` to (the
+                sandbox's first process, which the host, as child subreaper, must
+                reap once bubblewrap is gone); it is added to ``pass_fds``.
 
         Returns:
             A :class:`WrappedCommand`. When the sandbox is not active, ``argv``
@@ -520,6 +537,8 @@ class Sandbox:
         ]
         if not self.settings.allow_network:
             args.append("--unshare-net")
+        if info_fd is not None:
+            args += ["--info-fd", str(info_fd)]
         for opt, src, dst in self._mounts(root_s, argv[0]):
             args += [opt, src, dst] if src else [opt, dst]
         args += ["--chdir", cwd_s, "--clearenv"]
@@ -535,7 +554,8 @@ class Sandbox:
             if cgroup is not None:
                 enter = 'echo $$ > "$0/cgroup.procs" && exec "$@"'
                 args = ["/bin/sh", "-c", enter, cgroup, *args]
-        return WrappedCommand(args, outer_env, cgroup)
+        fds = (info_fd,) if info_fd is not None else ()
+        return WrappedCommand(args, outer_env, cgroup, fds)
 
     def _make_cgroup(self, max_pids: int) -> str | None:
         assert self._cgroup_base is not None
@@ -553,10 +573,85 @@ class Sandbox:
 
     @staticmethod
     def cleanup(wrapped: WrappedCommand) -> None:
-        """Remove the command's cgroup (once its processes are gone)."""
-        if wrapped.cgroup is not None:
+        """Remove the command's cgroup, first killing anything still in it.
+
+        Processes the kernel is still tearing down keep a cgroup busy for a moment;
+        then a daemon thread retries for up to :data:`_CGROUP_RETRY_SECONDS` so the
+        call does not wait.
+        """
+        if wrapped.cgroup is None or _try_remove_cgroup(wrapped.cgroup):
+            return
+        threading.Thread(
+            target=_remove_cgroup_later,
+            args=(wrapped.cgroup,),
+            name="toolwire-cgroup-cleanup",
+            daemon=True,
+        ).start()
+
+
+def reap_orphan(pid: int | None, wait: float = 2.0) -> bool:
+    """Reap ``pid`` once it is a zombie child of this process (a sandbox's first process
+    is handed to the host, a child subreaper, when bubblewrap exits). Waits at most
+    ``wait`` seconds; True when reaped or not ours."""
+    if pid is None:
+        return True
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return True  # not ours: reparented to another reaper (or gone)
+        if done == pid:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.005)
+
+
+_CGROUP_RETRY_SECONDS = 30.0
+_STALE_CGROUP_SECONDS = 60.0
+
+
+def _try_remove_cgroup(path: str) -> bool:
+    """rmdir ``path``; when it is busy, SIGKILL the processes in it. True when gone."""
+    try:
+        os.rmdir(path)
+        return True
+    except FileNotFoundError:
+        return True
+    except OSError:
+        pass
+    try:
+        with open(os.path.join(path, "cgroup.procs"), encoding="ascii") as f:
+            pids = [int(p) for p in f.read().split()]
+    except (OSError, ValueError):
+        pids = []
+    for pid in pids:  # only this command's processes are in its cgroup
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    return False
+
+
+def _remove_cgroup_later(path: str) -> None:
+    deadline = time.monotonic() + _CGROUP_RETRY_SECONDS
+    while time.monotonic() < deadline:
+        if _try_remove_cgroup(path):
+            return
+        time.sleep(0.05)
+    log.warning("could not remove the cgroup %s", path)
+
+
+def _sweep_stale_cgroups(base: str) -> None:
+    """Remove per-command cgroups left by hosts that ended abruptly (empty ones older
+    than :data:`_STALE_CGROUP_SECONDS`; a busy one cannot be removed)."""
+    now = time.time()
+    with contextlib.suppress(OSError), os.scandir(base) as it:
+        for entry in it:
+            if not entry.name.startswith("toolwire-") or not entry.is_dir():
+                continue
             with contextlib.suppress(OSError):
-                os.rmdir(wrapped.cgroup)
+                if now - entry.stat().st_mtime > _STALE_CGROUP_SECONDS:
+                    os.rmdir(entry.path)
 
 
 def _human(key: str, value: int) -> str:
@@ -591,8 +686,11 @@ def _probe(sandbox: Sandbox) -> tuple[bool, str]:
     )
     if key in _probe_cache:
         return _probe_cache[key]
+    info_r, info_w = os.pipe2(os.O_CLOEXEC)
     with tempfile.TemporaryDirectory(prefix="toolwire-probe-") as tmp:
-        wrapped = sandbox.wrap(["true"], root=tmp, cwd=tmp, env={"PATH": "/usr/bin:/bin"})
+        wrapped = sandbox.wrap(
+            ["true"], root=tmp, cwd=tmp, env={"PATH": "/usr/bin:/bin"}, info_fd=info_w
+        )
         try:
             proc = subprocess.run(
                 wrapped.argv,
@@ -601,12 +699,21 @@ def _probe(sandbox: Sandbox) -> tuple[bool, str]:
                 capture_output=True,
                 timeout=20,
                 check=False,
+                pass_fds=wrapped.pass_fds,
             )
             ok = proc.returncode == 0
             err = proc.stderr.decode("utf-8", "replace").strip() or f"exit code {proc.returncode}"
         except (OSError, subprocess.TimeoutExpired) as exc:
             ok, err = False, str(exc)
         finally:
+            os.close(info_w)
+            os.set_blocking(info_r, False)
+            try:
+                info = os.read(info_r, 4096)
+            except OSError:
+                info = b""
+            os.close(info_r)
+            reap_orphan(child_pid_from_info(info))
             Sandbox.cleanup(wrapped)
     _probe_cache[key] = (ok, "" if ok else err)
     return _probe_cache[key]
@@ -644,6 +751,8 @@ def resolve_sandbox(settings: SandboxSettings) -> Sandbox:
         if os.geteuid() == 0 and "processes" in limits:
             candidate._cgroup_base = _find_pids_cgroup()
             candidate.process_limit_enforced = candidate._cgroup_base is not None
+            if candidate._cgroup_base is not None:
+                _sweep_stale_cgroups(candidate._cgroup_base)
         ok, err = _probe(candidate)
         if ok:
             return candidate

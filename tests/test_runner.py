@@ -186,3 +186,104 @@ async def test_missing_program_and_cwd(tmp_path: Path) -> None:
         await run_command(["/nonexistent/prog"], cwd=tmp_path)
     with pytest.raises(FileNotFoundError):
         await run_command(["true"], cwd=tmp_path / "missing")
+
+
+# ------------------------------------------------------------------ in the sandbox
+
+from toolwire.host.sandbox import SandboxSettings, resolve_sandbox  # noqa: E402
+
+SANDBOX = resolve_sandbox(SandboxSettings())
+needs_bwrap = pytest.mark.skipif(
+    not SANDBOX.active, reason=f"bubblewrap cannot run here: {SANDBOX.reason}"
+)
+
+
+async def run_boxed(command: str, tmp_path: Path, **kw: object) -> tuple[str, object]:
+    chunks: list[str] = []
+    result = await run_command(
+        ["/bin/bash", "-c", command],
+        cwd=tmp_path,
+        env=SANDBOX.environment(os.environ),
+        on_output=chunks.append,
+        sandbox=SANDBOX,
+        root=tmp_path,
+        **kw,  # type: ignore[arg-type]
+    )
+    return "".join(chunks), result
+
+
+@needs_bwrap
+async def test_sandboxed_output_exit_code_and_marker(tmp_path: Path) -> None:
+    out, r = await run_boxed(
+        f'echo out; echo err >&2; test -n "${MARKER_ENV}" && echo marked; exit 7', tmp_path
+    )
+    assert out == "out\nerr\nmarked\n"
+    assert r.exit_code == 7  # type: ignore[attr-defined]
+
+
+@needs_bwrap
+@pytest.mark.parametrize(
+    "template",
+    [
+        "setsid env -i {sleep} & echo done",
+        "(env -i setsid sh -c '{sleep} &' &); echo done",
+    ],
+)
+async def test_sandboxed_leftovers_without_marker_or_group_are_ended(
+    tmp_path: Path, template: str
+) -> None:
+    sleep, arg = unique_sleep()
+    out, _ = await run_boxed(template.format(sleep=sleep), tmp_path)
+    assert out.startswith("done")
+    assert wait_until_gone(arg) == []
+
+
+@needs_bwrap
+async def test_sandboxed_timeout_and_cancellation_end_the_namespace(tmp_path: Path) -> None:
+    sleep, arg = unique_sleep()
+    start = time.monotonic()
+    out, r = await run_boxed(f"echo begin; setsid env -i {sleep} & {sleep}", tmp_path, timeout=0.5)
+    assert time.monotonic() - start < 5
+    assert r.timed_out and out == "begin\n"  # type: ignore[attr-defined]
+    assert wait_until_gone(arg) == []
+    sleep, arg = unique_sleep()
+    with anyio.move_on_after(0.5) as scope:
+        await run_boxed(f"setsid env -i {sleep} & {sleep}", tmp_path)
+    assert scope.cancelled_caught
+    assert wait_until_gone(arg) == []
+
+
+@needs_bwrap
+async def test_sandboxed_missing_program_is_an_exit_code(tmp_path: Path) -> None:
+    chunks: list[str] = []
+    r = await run_command(
+        ["/nonexistent/prog"],
+        cwd=tmp_path,
+        env={},
+        sandbox=SANDBOX,
+        root=tmp_path,
+        on_output=chunks.append,
+    )
+    assert r.exit_code not in (0, None)
+    assert "No such file" in "".join(chunks)
+
+
+async def test_unsandboxed_fallback_applies_limits_but_not_the_process_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # auto without bubblewrap: commands run directly, still under the limits;
+    # the process limit is left out (outside a user namespace it would count every
+    # process of the user).
+    monkeypatch.setenv("PATH", "/nonexistent")
+    sb = resolve_sandbox(SandboxSettings(limits={"open_files": 99, "processes": 5}))
+    assert not sb.active
+    chunks: list[str] = []
+    await run_command(
+        ["/bin/bash", "-c", "ulimit -n; ulimit -u"],
+        cwd=tmp_path,
+        env={},
+        sandbox=sb,
+        on_output=chunks.append,
+    )
+    nofile, nproc = "".join(chunks).split()
+    assert nofile == "99" and nproc != "5"

@@ -246,3 +246,54 @@ def test_home_outside_the_sandbox_becomes_tmp() -> None:
         pytest.skip(f"bubblewrap cannot run here: {BWRAP.reason}")
     env = BWRAP.environment({"HOME": "/definitely/not/mounted", "PATH": os.defpath})
     assert env["HOME"] == "/tmp"
+
+
+def _zombie_children(pid: int) -> list[int]:
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        rest = stat[stat.rfind(b")") + 2 :].split()
+        if int(rest[1]) == pid and rest[0] == b"Z":
+            out.append(int(entry))
+    return out
+
+
+@needs_bwrap
+def test_host_reaps_every_sandbox_process(tmp_path: Path) -> None:
+    # bubblewrap hands the sandbox's first process to the host (a child subreaper)
+    # when it exits; the runner reaps it, so a long-lived host collects no zombies.
+    with HostProcess(["--root", str(tmp_path), "--sandbox", "bwrap"]) as h:
+        h.initialize()
+        for cmd in ["true", "sleep 30 & echo x", "setsid sleep 30 & echo y", "exit 3"]:
+            h.call("bash", {"command": cmd})
+        h.call("bash", {"command": "sleep 30", "timeout": 0.2})
+        h.call("grep", {"pattern": "x"})
+        assert _zombie_children(h.proc.pid) == []
+
+
+@needs_bwrap
+def test_per_command_cgroup_is_removed() -> None:
+    import subprocess
+    import tempfile
+    import time
+
+    from toolwire.host.sandbox import Sandbox
+
+    if os.geteuid() != 0 or not BWRAP.process_limit_enforced:
+        pytest.skip("per-command pids cgroups are used only by root with a writable cgroup")
+    with tempfile.TemporaryDirectory() as root:
+        w = BWRAP.wrap(["/bin/sh", "-c", "sleep 30 & echo ok"], root=root, cwd=root, env={})
+        assert w.cgroup is not None and os.path.isdir(w.cgroup)
+        out = subprocess.run(w.argv, env=w.env, capture_output=True, check=True).stdout
+        assert out == b"ok\n"
+        Sandbox.cleanup(w)
+        deadline = time.monotonic() + 10
+        while os.path.exists(w.cgroup):
+            assert time.monotonic() < deadline, "the cgroup was never removed"
+            time.sleep(0.02)
