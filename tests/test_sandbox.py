@@ -297,3 +297,27 @@ def test_per_command_cgroup_is_removed() -> None:
         while os.path.exists(w.cgroup):
             assert time.monotonic() < deadline, "the cgroup was never removed"
             time.sleep(0.02)
+
+
+@needs_bwrap
+def test_custom_tools_get_the_same_rules_through_ctx_env(tmp_path: Path) -> None:
+    from tests.hostproc import TOOLS_DIR
+
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "in.txt").write_text("inside\n")
+    (tmp_path / "out.txt").write_text("outside\n")
+    (root / "link").symlink_to(tmp_path / "out.txt")
+    with HostProcess(
+        ["--root", str(root), "--sandbox", "bwrap", "--tools", str(TOOLS_DIR / "sandbox_tools.py")],
+        env={"TOOLWIRE_TEST_SECRET": "hunter2"},
+    ) as h:
+        h.initialize()
+        assert h.call("peek", {"path": "in.txt"})["result"]["content"][0]["text"] == "inside\n"
+        for bad in ("../out.txt", "link", str(tmp_path / "out.txt")):
+            r = h.call("peek", {"path": bad})["result"]
+            assert r["isError"] is True and "outside the root" in r["content"][0]["text"]
+        r = h.call("shell", {"command": "echo $$ $TOOLWIRE_TEST_SECRET; cat ../out.txt"})
+        text = r["result"]["content"][0]["text"]
+        assert text.startswith("1:") and "hunter2" not in text and "outside" not in text
+        assert int(text.split(":")[1].split()[0]) < 10
