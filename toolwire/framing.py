@@ -103,7 +103,11 @@ class ContentLengthDecoder:
         return len(self._buf)
 
     def feed(self, data: bytes) -> list[bytes | FramingError]:
-        """Consume ``data``; return the complete bodies and errors it finished."""
+        """Consume ``data``; return the complete bodies and errors it finished.
+
+        Parsing walks an offset through the input and trims the held-back buffer once
+        per call, so a chunk holding thousands of small messages costs linear time.
+        """
         out: list[bytes | FramingError] = []
         if self._skip:
             if len(data) <= self._skip:
@@ -112,72 +116,89 @@ class ContentLengthDecoder:
             data = data[self._skip :]
             self._skip = 0
         buf = self._buf
-        buf += data
-        while True:
-            if self._need is not None:
-                if len(buf) < self._need:
-                    return out
-                n = self._need
-                out.append(bytes(buf[:n]))
-                del buf[:n]
-                self._need = None
-                continue
-            if self._resync:
-                m = _CONTENT_LENGTH_RE.search(buf)
-                if m is None:
-                    # Keep a tail long enough to hold a split "Content-Length".
-                    if len(buf) > 32:
-                        del buf[: len(buf) - 32]
-                    return out
-                del buf[: m.start()]
-                self._resync = False
-            # Skip blank lines between messages (some peers send CRLF after bodies).
-            i = 0
-            while i < len(buf) and buf[i] in b"\r\n":
-                i += 1
-            if i:
-                del buf[:i]
-            if not buf:
-                return out
-            end, sep_len = _find_header_end(buf)
-            if end < 0:
-                if len(buf) > MAX_HEADER_BLOCK:
+        src: bytes | bytearray
+        if buf:
+            buf += data
+            src = buf
+        else:
+            src = data
+        n = len(src)
+        pos = 0
+        view = memoryview(src)
+        try:
+            while True:
+                need = self._need
+                if need is not None:
+                    if n - pos < need:
+                        break
+                    out.append(bytes(view[pos : pos + need]))
+                    pos += need
+                    self._need = None
+                    continue
+                if self._resync:
+                    m = _CONTENT_LENGTH_RE.search(src, pos)
+                    if m is None:
+                        # Keep a tail long enough to hold a split "Content-Length".
+                        pos = max(pos, n - 32)
+                        break
+                    pos = m.start()
+                    self._resync = False
+                # Skip blank lines between messages (some peers send CRLF after bodies).
+                while pos < n and src[pos] in (10, 13):
+                    pos += 1
+                if pos >= n:
+                    break
+                end, sep_len = _find_header_end(src, pos)
+                if end < 0:
+                    if n - pos > MAX_HEADER_BLOCK:
+                        out.append(
+                            FramingError(
+                                -32700, "LSP header block too long or unterminated", n - pos
+                            )
+                        )
+                        pos = n
+                        self._resync = True
+                    break
+                header = bytes(view[pos:end])
+                pos = end + sep_len
+                length = _content_length(header)
+                if length is None:
                     out.append(
-                        FramingError(-32700, "LSP header block too long or unterminated", len(buf))
+                        FramingError(-32700, "LSP header block without a valid Content-Length")
                     )
-                    buf.clear()
                     self._resync = True
-                return out
-            header = bytes(buf[:end])
-            del buf[: end + sep_len]
-            length = _content_length(header)
-            if length is None:
-                out.append(FramingError(-32700, "LSP header block without a valid Content-Length"))
-                self._resync = True
-                continue
-            if length > self.max_message_size:
-                out.append(
-                    FramingError(
-                        -32600,
-                        f"Message of {length} bytes exceeds the limit of "
-                        f"{self.max_message_size} bytes",
-                        length,
+                    continue
+                if length > self.max_message_size:
+                    out.append(
+                        FramingError(
+                            -32600,
+                            f"Message of {length} bytes exceeds the limit of "
+                            f"{self.max_message_size} bytes",
+                            length,
+                        )
                     )
-                )
-                if len(buf) >= length:
-                    del buf[:length]
-                else:
-                    self._skip = length - len(buf)
-                    buf.clear()
-                    return out
-                continue
-            self._need = length
+                    if n - pos >= length:
+                        pos += length
+                        continue
+                    self._skip = length - (n - pos)
+                    pos = n
+                    break
+                self._need = length
+        finally:
+            view.release()
+        if src is buf:
+            del buf[:pos]
+        elif pos < n:
+            buf += src[pos:]
+        return out
 
 
-def _find_header_end(buf: bytearray) -> tuple[int, int]:
-    """Index of the empty line ending a header block and the separator's length."""
-    crlf = buf.find(b"\r\n\r\n")
-    lf = buf.find(b"\n\n")
+def _find_header_end(buf: bytes | bytearray, pos: int = 0) -> tuple[int, int]:
+    """Index of the empty line ending the header block that starts at ``pos``, and the
+    separator's length; (-1, 0) when it is not within :data:`MAX_HEADER_BLOCK` bytes."""
+    lim = min(len(buf), pos + MAX_HEADER_BLOCK + 4)
+    crlf = buf.find(b"\r\n\r\n", pos, lim)
+    lf = buf.find(b"\n\n", pos, lim)
     if crlf >= 0 and (lf < 0 or crlf <= lf + 1):
         return crlf, 4
     if lf >= 0:
