@@ -321,3 +321,20 @@ def test_custom_tools_get_the_same_rules_through_ctx_env(tmp_path: Path) -> None
         text = r["result"]["content"][0]["text"]
         assert text.startswith("1:") and "hunter2" not in text and "outside" not in text
         assert int(text.split(":")[1].split()[0]) < 10
+
+
+def test_bwrap_that_cannot_run_is_found_out_by_really_trying(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An installed bubblewrap that the kernel or a container stops (user namespaces
+    # off, seccomp): resolution runs it once and reports its own error.
+    fake = tmp_path / "bwrap"
+    fake.write_text("#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    sb = resolve_sandbox(SandboxSettings(mode="auto"))
+    assert not sb.active
+    assert f"bubblewrap ({fake}) cannot run here: bwrap: setting up uid map" in sb.reason
+    assert "user namespaces" in sb.reason  # what to do about it
+    with pytest.raises(SandboxUnavailable, match="setting up uid map"):
+        resolve_sandbox(SandboxSettings(mode="bwrap"))
