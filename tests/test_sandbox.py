@@ -116,6 +116,15 @@ def test_missing_bwrap_auto_falls_back_and_bwrap_refuses(monkeypatch: pytest.Mon
         resolve_sandbox(SandboxSettings(mode="bwrap"))
 
 
+def _clamp(key: str, value: int) -> int:
+    import resource
+
+    from toolwire.host.sandbox import LIMIT_KEYS
+
+    hard = resource.getrlimit(LIMIT_KEYS[key][0])[1]
+    return value if hard == resource.RLIM_INFINITY else min(value, hard)
+
+
 def _host_without_bwrap(tmp_path: Path, mode: str) -> HostProcess:
     return HostProcess(
         ["--root", str(tmp_path), "--sandbox", mode],
@@ -159,11 +168,17 @@ def test_host_auto_with_bwrap_is_sandboxed_and_says_so(tmp_path: Path) -> None:
     with HostProcess(["--root", str(tmp_path)]) as h:
         text = h.initialize()["result"]["instructions"]
         assert "Commands run sandboxed (bubblewrap, without network)" in text
-        assert "1024 processes" in text
+        # The defaults, lowered to the host's own hard limits where those are lower.
+        expected = {k: _clamp(k, v) for k, v in DEFAULT_LIMITS.items()}
+        assert f"{expected['processes']} processes" in text
         r = h.call("bash", {"command": "echo $$; ulimit -u; ulimit -n; ulimit -t"})["result"]
         pid, nproc, nofile, cpu = r["content"][0]["text"].split("\n")
         assert int(pid) < 10  # a PID namespace of its own
-        assert (int(nproc), int(nofile), cpu) == (1024, 4096, "600")
+        assert (int(nproc), int(nofile), int(cpu)) == (
+            expected["processes"],
+            expected["open_files"],
+            expected["cpu_seconds"],
+        )
 
 
 @needs_bwrap
