@@ -19,11 +19,12 @@ and serve it: ``toolwire serve --tools shout.py``.
 
 from __future__ import annotations
 
-from toolwire.models import ToolAnnotations
+from typing import TYPE_CHECKING, Any
 
 from .approval import ApprovalPolicy
 from .context import ExecEnv, ToolContext
 from .executor import Executor
+from .hints import Param
 from .hooks import (
     NOT_GIVEN,
     Block,
@@ -48,6 +49,7 @@ __all__ = [
     "ExecEnv",
     "Executor",
     "HostServer",
+    "Param",
     "PathError",
     "Pipeline",
     "Registry",
@@ -63,3 +65,16 @@ __all__ = [
     "before_tool_call",
     "tool",
 ]
+
+if TYPE_CHECKING:
+    from toolwire.models import ToolAnnotations
+
+
+def __getattr__(name: str) -> Any:
+    # ToolAnnotations is a pydantic model; import it (and pydantic) only when asked for,
+    # so a host whose tools need no pydantic starts without it.
+    if name == "ToolAnnotations":
+        from toolwire.models import ToolAnnotations
+
+        return ToolAnnotations
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from toolwire.constants import TERMINATE_META_KEY
 from toolwire.errors import INVALID_PARAMS, JsonRpcError
 from toolwire.messages import RequestId, is_valid_id
-from toolwire.models import TERMINATE_META_KEY
 from toolwire.session import RequestContext
 
 from .context import ToolContext

@@ -15,14 +15,20 @@ from typing import Any
 
 import anyio
 import anyio.to_thread
-from pydantic import BaseModel, ValidationError
 
 from toolwire import _json
 from toolwire.session import is_stray_cancellation
 
 from .context import ToolContext
 from .mutation import MutationQueue, mutation_keys
-from .results import ToolResult, error_result, is_content_dict, json_text, to_wire_content
+from .results import (
+    ToolResult,
+    error_result,
+    is_content_dict,
+    is_pydantic_model,
+    json_text,
+    to_wire_content,
+)
 from .tools import ArgumentError, Tool
 
 __all__ = ["SHARED_MUTATION_QUEUE", "Executor", "format_argument_error"]
@@ -189,7 +195,7 @@ def to_result(tool: Tool, value: Any) -> dict[str, Any]:
             structured = tool.output_adapter.dump_python(
                 tool.output_adapter.validate_python(value), mode="json"
             )
-        except ValidationError as exc:
+        except ValueError as exc:  # pydantic's ValidationError
             raise ValueError(f"does not match the output schema: {exc}") from None
         return {
             "content": [{"type": "text", "text": json_text(structured)}],
@@ -197,7 +203,7 @@ def to_result(tool: Tool, value: Any) -> dict[str, Any]:
         }
     if value is None:
         return {"content": []}
-    if isinstance(value, BaseModel) and getattr(value, "type", None) in (
+    if is_pydantic_model(value) and getattr(value, "type", None) in (
         "text",
         "image",
         "audio",
@@ -210,9 +216,9 @@ def to_result(tool: Tool, value: Any) -> dict[str, Any]:
     if (
         isinstance(value, (list, tuple))
         and value
-        and all(isinstance(v, (str, BaseModel)) or is_content_dict(v) for v in value)
+        and all(isinstance(v, str) or is_pydantic_model(v) or is_content_dict(v) for v in value)
     ):
         return {"content": to_wire_content(list(value))}
-    if isinstance(value, BaseModel):
+    if is_pydantic_model(value):
         value = value.model_dump(mode="json", by_alias=True)
     return {"content": [{"type": "text", "text": json_text(value)}]}

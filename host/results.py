@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import base64
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
-
 from toolwire import _json
-from toolwire.models import DETAILS_META_KEY, TERMINATE_META_KEY, content_block_adapter
+from toolwire.constants import DETAILS_META_KEY, TERMINATE_META_KEY
 
 __all__ = [
     "ToolError",
@@ -72,10 +71,27 @@ class ToolResult:
         return out
 
 
+def is_pydantic_model(value: Any) -> bool:
+    """True for a pydantic model instance (checked without importing pydantic: an
+    instance can only exist once pydantic is imported)."""
+    main = sys.modules.get("pydantic.main")
+    return main is not None and isinstance(value, main.BaseModel)
+
+
 def _jsonable(value: Any) -> Any:
-    if isinstance(value, BaseModel):
+    if is_pydantic_model(value):
         return value.model_dump(mode="json", by_alias=True, exclude_none=True)
     return value
+
+
+def _plain_block(item: dict[str, Any]) -> bool:
+    """True for the common block shapes that need no further validation."""
+    kind = item.get("type")
+    if kind == "text":
+        return type(item.get("text")) is str
+    if kind in ("image", "audio"):
+        return type(item.get("data")) is str and type(item.get("mimeType")) is str
+    return False
 
 
 def text_block(text: str) -> dict[str, Any]:
@@ -107,22 +123,26 @@ def to_wire_content(content: Any) -> list[dict[str, Any]]:
     """
     if isinstance(content, str):
         return [{"type": "text", "text": content}]
-    if isinstance(content, (BaseModel, dict)):
+    if isinstance(content, dict) or is_pydantic_model(content):
         content = [content]
     blocks: list[dict[str, Any]] = []
     for item in content:
         if isinstance(item, str):
             blocks.append({"type": "text", "text": item})
-        elif isinstance(item, BaseModel):
+        elif is_pydantic_model(item):
             blocks.append(item.model_dump(mode="json", by_alias=True, exclude_none=True))
         elif isinstance(item, dict):
-            if item.get("type") == "text" and type(item.get("text")) is str:
+            if _plain_block(item):
                 blocks.append(item)
                 continue
+            from toolwire.models import content_block_adapter
+
             try:
                 model = content_block_adapter.validate_python(item)
-            except ValidationError as exc:
-                raise TypeError(f"not a valid content block: {exc.errors()[0]['msg']}") from None
+            except ValueError as exc:  # pydantic's ValidationError
+                errors = getattr(exc, "errors", None)
+                reason = errors()[0]["msg"] if callable(errors) else str(exc)
+                raise TypeError(f"not a valid content block: {reason}") from None
             blocks.append(model.model_dump(mode="json", by_alias=True, exclude_none=True))
         else:
             raise TypeError(f"cannot turn {type(item).__name__} into a content block")

@@ -14,8 +14,8 @@ import logging
 from typing import Any
 
 from toolwire import __version__
+from toolwire.constants import LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
 from toolwire.errors import INVALID_PARAMS, INVALID_REQUEST, REQUEST_TIMEOUT, JsonRpcError
-from toolwire.models import LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
 from toolwire.session import RequestContext, Session
 
 from .approval import APPROVE_METHOD, ApprovalDecision, ApprovalPolicy, parse_answer

@@ -4,7 +4,8 @@ A tool's parameters can be declared three ways, and each gives one input schema,
 is both what clients see and the only thing arguments are checked against
 (:mod:`toolwire.host.schema`):
 
-1. type hints on the handler's parameters (pydantic derives the schema from them);
+1. type hints on the handler's parameters (JSON-shaped hints are turned into a schema
+   directly, see :mod:`toolwire.host.hints`; anything richer goes through pydantic);
 2. a single parameter annotated with a pydantic model (the model's schema);
 3. ``input_schema={...}``, a raw JSON Schema (Draft 2020-12 unless it names another);
    the handler's one non-context parameter receives the arguments dict.
@@ -25,16 +26,26 @@ import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Any, TypeVar, get_args, get_origin, get_type_hints, overload
-
-import typing_extensions
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
-from pydantic.fields import FieldInfo
-
-from toolwire.models import ToolAnnotations
+from typing import (
+    TYPE_CHECKING,
+    Annotated,
+    Any,
+    TypeVar,
+    get_args,
+    get_origin,
+    get_type_hints,
+    overload,
+)
 
 from .context import ToolContext
+from .hints import MISSING, Param, json_default, simple_schema
 from .schema import ArgumentSchema
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel, TypeAdapter
+    from pydantic.fields import FieldInfo
+
+    from toolwire.models import ToolAnnotations
 
 __all__ = [
     "TOOL_NAME_RE",
@@ -218,9 +229,9 @@ class Arguments:
                 if name in kwargs:
                     try:
                         kwargs[name] = convert(kwargs[name])
-                    except ValidationError as exc:
-                        raise ArgumentError(_pydantic_problems(exc, (name,))) from None
                     except (ValueError, TypeError, OverflowError) as exc:
+                        if _is_validation_error(exc):
+                            raise ArgumentError(_pydantic_problems(exc, (name,))) from None
                         raise ArgumentError([(name, str(exc))]) from None
             for name, info in self.field_defaults:
                 if name not in kwargs:
@@ -231,7 +242,9 @@ class Arguments:
             assert self.model is not None
             try:
                 return {self.param: self.model.model_validate(arguments)}
-            except ValidationError as exc:
+            except ValueError as exc:
+                if not _is_validation_error(exc):
+                    raise
                 raise ArgumentError(_pydantic_problems(exc)) from None
         return {self.param: arguments}
 
@@ -244,9 +257,22 @@ class Arguments:
         return self.check_convert(arguments)[1]
 
 
-def _pydantic_problems(exc: ValidationError, prefix: tuple[str, ...] = ()) -> list[tuple[str, str]]:
+def _is_validation_error(exc: BaseException) -> bool:
+    """True for pydantic's ``ValidationError`` (checked without importing pydantic)."""
+    core = sys.modules.get("pydantic_core")
+    return core is not None and isinstance(exc, core.ValidationError)
+
+
+def _is_field_info(value: Any) -> bool:
+    """True for a pydantic ``FieldInfo`` (only possible once pydantic is imported)."""
+    fields = sys.modules.get("pydantic.fields")
+    return fields is not None and isinstance(value, fields.FieldInfo)
+
+
+def _pydantic_problems(exc: BaseException, prefix: tuple[str, ...] = ()) -> list[tuple[str, str]]:
+    """``(path, reason)`` pairs from a pydantic ``ValidationError``."""
     out = []
-    for err in exc.errors(include_url=False):
+    for err in exc.errors(include_url=False):  # type: ignore[attr-defined]
         path = ".".join([*prefix, *(str(p) for p in err["loc"])]) or "(root)"
         out.append((path, err["msg"]))
     return out
@@ -276,9 +302,9 @@ def _plain_converter(ann: Any) -> tuple[bool, Converter | None]:
     if origin is Annotated:
         base, *extras = get_args(ann)
         for e in extras:
-            if isinstance(e, str):
-                continue
-            if isinstance(e, FieldInfo) and not e.metadata and e.default_factory is None:
+            if isinstance(e, (str, Param)):
+                continue  # a Param's constraints live in the schema, checked before this
+            if _is_field_info(e) and not e.metadata and e.default_factory is None:
                 continue
             return False, None
         return _plain_converter(base)
@@ -310,7 +336,9 @@ def _converter_for(ann: Any) -> Converter | None:
     ok, conv = _plain_converter(ann)
     if ok:
         return conv
-    adapter: TypeAdapter[Any] = TypeAdapter(ann)
+    from pydantic import TypeAdapter
+
+    adapter: TypeAdapter[Any] = TypeAdapter(_pydantic_annotation(ann))
     return adapter.validate_python
 
 
@@ -350,7 +378,7 @@ class Tool:
     context_param: str | None = None
     output_schema: dict[str, Any] | None = None
     output_adapter: TypeAdapter[Any] | None = None
-    annotations: ToolAnnotations | None = None
+    annotations: dict[str, Any] | None = None
     title: str | None = None
     timeout: float | None = None
     mutates: tuple[str, ...] = ()
@@ -371,10 +399,8 @@ class Tool:
             d["inputSchema"] = self.input_schema
             if self.output_schema is not None:
                 d["outputSchema"] = self.output_schema
-            if self.annotations is not None:
-                d["annotations"] = self.annotations.model_dump(
-                    mode="json", by_alias=True, exclude_none=True
-                )
+            if self.annotations:
+                d["annotations"] = self.annotations
             meta = dict(self.meta or {})
             if self.prompt_snippet:
                 meta[PROMPT_SNIPPET_META_KEY] = self.prompt_snippet
@@ -406,7 +432,7 @@ class Tool:
     @property
     def read_only(self) -> bool:
         """True when the tool's annotations declare it read-only."""
-        return bool(self.annotations and self.annotations.read_only_hint)
+        return bool(self.annotations and self.annotations.get("readOnlyHint") is True)
 
 
 # ---------------------------------------------------------------------------- decorator
@@ -572,7 +598,11 @@ def build_tool(fn: Callable[..., Any]) -> Tool:
         validator = Arguments(
             ArgumentSchema(input_schema), "model", model=model, param=params[0].name
         )
+    elif (fast := _simple_arguments(name, params, hints, arg_docs)) is not None:
+        input_schema, validator = fast
     else:
+        from pydantic import ConfigDict, Field, create_model
+
         fields: dict[str, Any] = {}
         converters: list[tuple[str, Converter]] = []
         for p in params:
@@ -584,8 +614,8 @@ def build_tool(fn: Callable[..., Any]) -> Tool:
                 # constraints) stays on the type, untouched, and pydantic merges it.
                 base, *extras = get_args(ann)
                 text = next((e for e in extras if isinstance(e, str)), None)
-                metadata = [e for e in extras if not isinstance(e, str)]
-                finfo = next((e for e in metadata if isinstance(e, FieldInfo)), None)
+                metadata = [_pydantic_metadata(e) for e in extras if not isinstance(e, str)]
+                finfo = next((e for e in metadata if _is_field_info(e)), None)
                 has_own = finfo is not None and finfo.description is not None
                 desc = None if has_own else (text or desc)
                 ann = Annotated[(base, *metadata)] if metadata else base
@@ -625,9 +655,7 @@ def build_tool(fn: Callable[..., Any]) -> Tool:
         raise ToolDefinitionError(
             f"Tool {name!r}: return annotation has no JSON Schema: {exc}"
         ) from exc
-    annotations = opts.get("annotations")
-    if annotations is not None and not isinstance(annotations, ToolAnnotations):
-        annotations = ToolAnnotations.model_validate(dict(annotations))
+    annotations = _annotations_dict(opts.get("annotations"), name)
     return Tool(
         name=name,
         description=description.strip(),
@@ -661,7 +689,8 @@ def _is_context(ann: Any) -> bool:
 
 
 def _is_model(ann: Any) -> bool:
-    return isinstance(ann, type) and issubclass(ann, BaseModel)
+    main = sys.modules.get("pydantic.main")  # a model class implies pydantic is imported
+    return main is not None and isinstance(ann, type) and issubclass(ann, main.BaseModel)
 
 
 def _is_typeddict(ann: Any) -> bool:
@@ -676,6 +705,8 @@ def _portable_typeddict(td: Any) -> Any:
     """
     if sys.version_info >= (3, 12) or td.__module__ == "typing_extensions":
         return td
+    import typing_extensions
+
     hints = get_type_hints(td, include_extras=True)
     required = getattr(td, "__required_keys__", frozenset(hints))
     fields = {
@@ -691,6 +722,8 @@ def _output_schema(ret: Any) -> tuple[dict[str, Any] | None, TypeAdapter[Any] | 
         return None, None
     if _is_typeddict(ret):
         ret = _portable_typeddict(ret)
+    from pydantic import TypeAdapter
+
     adapter: TypeAdapter[Any] = TypeAdapter(ret)
     schema = _clean_schema(adapter.json_schema())
     if schema.get("type") != "object":
@@ -755,3 +788,129 @@ def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
             elif current is not None:
                 args[current] = (args[current] + " " + line.strip()).strip()
     return "\n".join(desc_lines).strip(), args
+
+
+_ANNOTATION_KEYS = {
+    "title": "title",
+    "read_only_hint": "readOnlyHint",
+    "destructive_hint": "destructiveHint",
+    "idempotent_hint": "idempotentHint",
+    "open_world_hint": "openWorldHint",
+}
+
+
+def _annotations_dict(value: Any, tool_name: str) -> dict[str, Any] | None:
+    """MCP ``ToolAnnotations`` as a camelCase dict, from a mapping (camelCase or
+    snake_case keys) or a :class:`toolwire.models.ToolAnnotations`.
+
+    Raises:
+        ToolDefinitionError: not a mapping, or a hint that is not a bool (title: str).
+    """
+    if value is None:
+        return None
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        value = dump(mode="json", by_alias=True, exclude_none=True)
+    if not isinstance(value, Mapping):
+        raise ToolDefinitionError(f"Tool {tool_name!r}: annotations must be a mapping")
+    out: dict[str, Any] = {}
+    for key, v in value.items():
+        wire = _ANNOTATION_KEYS.get(str(key), str(key))
+        if v is None:
+            continue
+        if wire == "title" and not isinstance(v, str):
+            raise ToolDefinitionError(f"Tool {tool_name!r}: annotation title must be a string")
+        if wire.endswith("Hint") and not isinstance(v, bool):
+            raise ToolDefinitionError(
+                f"Tool {tool_name!r}: annotation {wire} must be true or false"
+            )
+        out[wire] = v
+    return out or None
+
+
+def _pydantic_metadata(value: Any) -> Any:
+    """A :class:`Param` as the pydantic ``Field`` it stands for (on the pydantic path)."""
+    if not isinstance(value, Param):
+        return value
+    from pydantic import Field
+
+    kwargs: dict[str, Any] = {}
+    for attr in (
+        "description",
+        "ge",
+        "gt",
+        "le",
+        "lt",
+        "min_length",
+        "max_length",
+        "pattern",
+        "examples",
+    ):
+        v = getattr(value, attr)
+        if v is not None:
+            kwargs[attr] = v
+    if value.default is not MISSING:
+        kwargs["default"] = value.default
+    return Field(**kwargs)
+
+
+def _pydantic_annotation(ann: Any) -> Any:
+    """``ann`` with any :class:`Param` metadata turned into pydantic ``Field``s."""
+    if get_origin(ann) is Annotated:
+        base, *extras = get_args(ann)
+        return Annotated[(base, *[_pydantic_metadata(e) for e in extras])]
+    return ann
+
+
+def _simple_arguments(
+    tool_name: str,
+    params: list[inspect.Parameter],
+    hints: dict[str, Any],
+    arg_docs: dict[str, str],
+) -> tuple[dict[str, Any], Arguments] | None:
+    """The input schema and argument handling for JSON-shaped parameters, written
+    without pydantic; None when any parameter needs pydantic."""
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    converters: list[tuple[str, Converter]] = []
+    defaults: list[tuple[str, Any]] = []
+    for p in params:
+        ann = hints.get(p.name, Any)
+        prop = simple_schema(ann)
+        if prop is None:
+            return None
+        param_info = None
+        if get_origin(ann) is Annotated:
+            param_info = next((e for e in get_args(ann)[1:] if isinstance(e, Param)), None)
+        if "description" not in prop and p.name in arg_docs:
+            prop["description"] = arg_docs[p.name]
+        default: Any = MISSING
+        if p.default is not inspect.Parameter.empty:
+            default = p.default
+        elif param_info is not None and param_info.default is not MISSING:
+            default = param_info.default
+            defaults.append((p.name, param_info))
+        if default is MISSING:
+            required.append(p.name)
+        else:
+            ok, value = json_default(default)
+            if ok:
+                prop = {"default": value, **prop}
+        properties[p.name] = prop
+        handled, convert = _plain_converter(ann)
+        if not handled:
+            return None
+        if convert is not None:
+            converters.append((p.name, convert))
+    schema: dict[str, Any] = {"properties": properties}
+    if required:
+        schema["required"] = required
+    schema["type"] = "object"
+    validator = Arguments(
+        ArgumentSchema(schema),
+        "hints",
+        names=tuple(p.name for p in params),
+        converters=tuple(converters),
+        field_defaults=tuple(defaults),
+    )
+    return schema, validator

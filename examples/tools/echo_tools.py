@@ -9,12 +9,11 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import Field
-from toolwire.host import ToolContext, tool
+from toolwire.host import Param, ToolContext, tool
 
 
 @tool(annotations={"readOnlyHint": True})
-async def echo(text: Annotated[str, Field(description="Text to send back.")]) -> str:
+async def echo(text: Annotated[str, Param("Text to send back.")]) -> str:
     """Return the text unchanged."""
     return text
 
