@@ -1,0 +1,38 @@
+"""Exact big integers in large messages too (the large-message path skips the digit scan)."""
+
+from __future__ import annotations
+
+import pytest
+
+from toolwire._json import loads
+
+
+@pytest.mark.parametrize("pad", [0, 10_000])
+@pytest.mark.parametrize(
+    "literal, value",
+    [
+        ("-9223372036854775809", -9223372036854775809),
+        ("123456789012345678901234567890", 123456789012345678901234567890),
+        ("18446744073709551616", 18446744073709551616),
+        ("9223372036854775807", 9223372036854775807),
+    ],
+)
+def test_big_integers_are_exact_in_small_and_large_texts(
+    pad: int, literal: str, value: int
+) -> None:
+    text = '{"pad":"' + "x" * pad + '","n":' + literal + "}"
+    got = loads(text.encode())
+    assert type(got["n"]) is int and got["n"] == value
+
+
+@pytest.mark.parametrize("pad", [0, 10_000])
+def test_big_floats_stay_floats(pad: int) -> None:
+    got = loads(('{"pad":"' + "x" * pad + '","f":1e30,"g":12345678901234567890.5}').encode())
+    assert got["f"] == 1e30 and type(got["f"]) is float
+    assert type(got["g"]) is float
+
+
+@pytest.mark.parametrize("pad", [0, 10_000])
+def test_overflowing_numbers_are_refused(pad: int) -> None:
+    with pytest.raises(ValueError):
+        loads(('{"pad":"' + "x" * pad + '","f":1e999}').encode())
