@@ -10,6 +10,7 @@ stderr, never in the protocol stream.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import functools
 import logging
 import os
@@ -346,13 +347,24 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         if not config.root.is_dir():
             raise SystemExit(f"toolwire serve: --root {config.root} is not a directory")
+        # Probing bubblewrap means starting a process (tens of ms): do it in a thread
+        # while the tools load, and wait for it before serving.
+        probe: concurrent.futures.Future[Sandbox] = concurrent.futures.Future()
+
+        def resolve() -> None:
+            try:
+                probe.set_result(resolve_sandbox(config.sandbox))
+            except BaseException as exc:
+                probe.set_exception(exc)
+
+        threading.Thread(target=resolve, name="sandbox-probe", daemon=True).start()
+        registry = build_registry(config)
         try:
-            sandbox = resolve_sandbox(config.sandbox)
+            sandbox = probe.result()
         except SandboxUnavailable as exc:
             raise SystemExit(f"toolwire serve: {exc}; refusing to run unsandboxed") from None
         if not sandbox.active and config.sandbox.mode != "none":
             log.warning("%s", sandbox.describe())
-        registry = build_registry(config)
         code = anyio.run(
             functools.partial(run_host, exit_grace=EXIT_GRACE, sandbox=sandbox),
             config,
