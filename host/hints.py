@@ -133,16 +133,20 @@ def simple_schema(ann: Any) -> dict[str, Any] | None:
         inner = simple_schema(base)
         if inner is None:
             return None
+        description: str | None = None
         for extra in extras:
             if isinstance(extra, str):
-                inner["description"] = extra
+                description = extra
             elif isinstance(extra, Param):
                 inner.update(extra.constraints(inner))
                 if extra.description is not None:
-                    inner["description"] = extra.description
+                    description = extra.description
             else:
                 return None
-        return inner
+        if description is None:
+            return inner
+        inner.pop("description", None)
+        return {"description": description, **inner}  # pydantic's key order
     if ann is list or origin is list:
         args = get_args(ann)
         items = simple_schema(args[0]) if args else {}

@@ -287,6 +287,7 @@ async def run_host(
         page_size=config.page_size,
         approval=ApprovalPolicy.parse(config.approve),
         approval_timeout=config.approval_timeout,
+        server_description=env.sandbox.describe() if env.sandbox is not None else None,
     )
     session = Session(
         FdReceiveStream(read_fd),

@@ -42,6 +42,8 @@ class HostServer:
         instructions: text for ``initialize``'s ``instructions``.
         page_size: tool definitions per ``tools/list`` page.
         server_name: ``serverInfo.name``.
+        server_description: ``serverInfo.description`` (toolwire serve puts the
+            sandbox state there, so a client sees it without reading instructions).
         approval: which calls need the client's approval (default: none).
         approval_timeout: seconds to wait for the client's ``toolwire/approve`` answer.
     """
@@ -55,6 +57,7 @@ class HostServer:
         instructions: str | None = None,
         page_size: int = 500,
         server_name: str = "toolwire",
+        server_description: str | None = None,
         approval: ApprovalPolicy | None = None,
         approval_timeout: float = 120.0,
     ) -> None:
@@ -64,6 +67,7 @@ class HostServer:
         self.instructions = instructions
         self.page_size = page_size
         self.server_name = server_name
+        self.server_description = server_description
         self.session: Session | None = None
         self.client_info: dict[str, Any] | None = None
         self.client_capabilities: dict[str, Any] = {}
@@ -119,11 +123,17 @@ class HostServer:
         result: dict[str, Any] = {
             "protocolVersion": version,
             "capabilities": {"tools": {"listChanged": True}, "logging": {}},
-            "serverInfo": {"name": self.server_name, "version": __version__},
+            "serverInfo": self._server_info(),
         }
         if self.instructions:
             result["instructions"] = self.instructions
         return result
+
+    def _server_info(self) -> dict[str, Any]:
+        info: dict[str, Any] = {"name": self.server_name, "version": __version__}
+        if self.server_description:
+            info["description"] = self.server_description
+        return info
 
     def _on_initialized(self, params: Any) -> None:
         self.initialized = True

@@ -883,7 +883,7 @@ def _simple_arguments(
         if get_origin(ann) is Annotated:
             param_info = next((e for e in get_args(ann)[1:] if isinstance(e, Param)), None)
         if "description" not in prop and p.name in arg_docs:
-            prop["description"] = arg_docs[p.name]
+            prop = {"description": arg_docs[p.name], **prop}
         default: Any = MISSING
         if p.default is not inspect.Parameter.empty:
             default = p.default
