@@ -38,6 +38,7 @@ from .paths import PathError
 from .pipeline import Pipeline
 from .registry import Registry
 from .results import ToolError, ToolResult
+from .runner import RunResult, run_in_env
 from .server import HostServer
 from .tools import Tool, ToolDefinitionError, tool
 
@@ -54,6 +55,7 @@ __all__ = [
     "Pipeline",
     "Registry",
     "ResultPatch",
+    "RunResult",
     "Tool",
     "ToolAnnotations",
     "ToolCall",
@@ -63,6 +65,7 @@ __all__ = [
     "ToolResult",
     "after_tool_call",
     "before_tool_call",
+    "run_in_env",
     "tool",
 ]
 
