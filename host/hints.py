@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import types
 import typing
-from typing import Annotated, Any, get_args, get_origin
+from typing import Annotated, Any, get_args, get_origin, get_type_hints
 
-__all__ = ["MISSING", "Param", "json_default", "simple_schema"]
+__all__ = ["MISSING", "Param", "is_typeddict", "json_default", "simple_schema", "typeddict_fields"]
 
 
 class _Missing:
@@ -119,9 +119,29 @@ def simple_schema(ann: Any) -> dict[str, Any] | None:
     """The JSON Schema of a JSON-shaped annotation, or None when pydantic is needed.
 
     Supported: str, int, float, bool, None, Any/object, list[X], dict[str, X], unions
-    (``X | None`` included), ``Literal`` of str/int/bool, and ``Annotated[X, "text" |
-    Param]``. The output matches pydantic's for the same annotation (minus titles).
+    (``X | None`` included), ``Literal`` of str/int/bool, ``Annotated[X, "text" |
+    Param]``, and ``TypedDict`` classes of those (written inline, where pydantic would
+    use ``$defs``). Otherwise the output matches pydantic's for the same annotation
+    (minus titles).
     """
+    if is_typeddict(ann):
+        fields = typeddict_fields(ann)
+        if fields is None:
+            return None
+        properties: dict[str, Any] = {}
+        for key, (field_ann, _) in fields.items():
+            prop = simple_schema(field_ann)
+            if prop is None:
+                return None
+            properties[key] = prop
+        td: dict[str, Any] = {"properties": properties}
+        required = [k for k, (_, req) in fields.items() if req]
+        if required:
+            td["required"] = required
+        td["type"] = "object"
+        if ann.__doc__ and not ann.__doc__.startswith(f"{ann.__name__}("):
+            td = {"description": " ".join(ann.__doc__.split()), **td}
+        return td
     scalar = _SCALARS.get(ann) if _hashable(ann) else None
     if scalar is not None:
         return dict(scalar)
@@ -202,3 +222,34 @@ def json_default(value: Any) -> tuple[bool, Any]:
         if all(ok for ok, _ in pairs.values()):
             return True, {k: v for k, (_, v) in pairs.items()}
     return False, None
+
+
+def is_typeddict(ann: Any) -> bool:
+    """True for a ``TypedDict`` class from ``typing`` or ``typing_extensions``."""
+    return (
+        isinstance(ann, type)
+        and issubclass(ann, dict)
+        and hasattr(ann, "__required_keys__")
+        and hasattr(ann, "__optional_keys__")
+    )
+
+
+def typeddict_fields(td: Any) -> dict[str, tuple[Any, bool]] | None:
+    """``{key: (annotation, required)}`` of a TypedDict, ``Required``/``NotRequired``
+    unwrapped; None when its hints cannot be read."""
+    try:
+        hints = get_type_hints(td, include_extras=True)
+    except Exception:
+        return None
+    out: dict[str, tuple[Any, bool]] = {}
+    for key, ann in hints.items():
+        required = key in td.__required_keys__
+        origin = get_origin(ann)
+        # Under ``from __future__ import annotations`` Python 3.11 cannot see a string
+        # NotRequired[...] when it builds __required_keys__; the evaluated hint can.
+        if origin is typing.NotRequired:
+            ann, required = get_args(ann)[0], False
+        elif origin is typing.Required:
+            ann, required = get_args(ann)[0], True
+        out[key] = (ann, required)
+    return out

@@ -38,7 +38,7 @@ from typing import (
 )
 
 from .context import ToolContext
-from .hints import MISSING, Param, json_default, simple_schema
+from .hints import MISSING, Param, is_typeddict, json_default, simple_schema, typeddict_fields
 from .schema import ArgumentSchema
 
 if TYPE_CHECKING:
@@ -321,6 +321,15 @@ def _plain_converter(ann: Any) -> tuple[bool, Converter | None]:
         return False, None
     if origin is typing.Literal:
         return all(type(a) is str for a in get_args(ann)), None
+    if is_typeddict(ann):
+        fields = typeddict_fields(ann)
+        if fields is None:
+            return False, None
+        for field_ann, _ in fields.values():
+            ok, conv = _plain_converter(field_ann)
+            if not ok or conv is not None:
+                return False, None
+        return True, None
     if origin in (list, dict) or ann in (list, dict):
         args = get_args(ann)
         if origin is dict and args and args[0] is not str:

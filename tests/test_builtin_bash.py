@@ -285,4 +285,11 @@ def test_e2e_tools_listed_in_order(tmp_path: Path) -> None:
             assert by_name[ro]["annotations"]["readOnlyHint"] is True
         for rw in ("write", "edit"):
             assert by_name[rw]["annotations"]["destructiveHint"] is True
-        assert by_name["edit"]["inputSchema"]["properties"]["oldText"]
+        edit_schema = by_name["edit"]["inputSchema"]
+        # the single {oldText, newText} form is mapped by prepare_arguments, not declared
+        assert set(edit_schema["properties"]) == {"path", "edits"}
+        assert edit_schema["properties"]["edits"]["items"]["required"] == ["oldText", "newText"]
+        (tmp_path / "f.txt").write_text("old\n")
+        legacy = h.call("edit", {"path": "f.txt", "oldText": "old", "newText": "new"})
+        assert not legacy["result"].get("isError"), legacy
+        assert (tmp_path / "f.txt").read_text() == "new\n"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from typing import Annotated, Any, Literal, Optional
+from typing import Annotated, Any, Literal, NotRequired, Optional, TypedDict
 
 import pytest
 from pydantic import TypeAdapter
@@ -147,6 +147,44 @@ def test_host_with_plain_tools_starts_without_pydantic_or_jsonschema() -> None:
         "assert len(defs) == 3, defs\n"
         "heavy = [m for m in ('pydantic', 'jsonschema', 'toolwire.models', 'rich') if m in sys.modules]\n"
         "print(heavy)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+class _Spec(TypedDict):
+    """One change."""
+
+    old: Annotated[str, "before"]
+    new: str
+    everywhere: NotRequired[bool]
+
+
+def test_typeddict_is_written_inline_with_its_optional_keys() -> None:
+    # this module uses postponed annotations, where Python 3.11 cannot see NotRequired
+    # when it builds __required_keys__; the schema must still make `everywhere` optional
+    assert simple_schema(list[_Spec]) == {
+        "items": {
+            "description": "One change.",
+            "properties": {
+                "old": {"description": "before", "type": "string"},
+                "new": {"type": "string"},
+                "everywhere": {"type": "boolean"},
+            },
+            "required": ["old", "new"],
+            "type": "object",
+        },
+        "type": "array",
+    }
+
+
+def test_builtins_load_without_pydantic() -> None:
+    code = (
+        "import sys\n"
+        "from toolwire.host.builtins import builtin_tools\n"
+        "from toolwire.host.tools import build_tool\n"
+        "tools = [build_tool(f) for f in builtin_tools()]\n"
+        "print([m for m in ('pydantic', 'jsonschema', 'toolwire.models') if m in sys.modules])\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -10,11 +10,9 @@ import secrets
 import shutil
 import stat
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar, cast
-
-import anyio
 
 from ..paths import is_inside
 from ..results import ToolError
@@ -27,7 +25,6 @@ __all__ = [
     "check_opened_inside",
     "display_path",
     "file_kind",
-    "file_lock",
     "find_rg",
     "open_regular",
     "read_regular",
@@ -256,35 +253,6 @@ def _write_in(dfd: int, name: str, data: bytes, shown: str) -> bool:
     with contextlib.suppress(OSError):
         os.fsync(dfd)
     return st is None
-
-
-class _FileLock:
-    __slots__ = ("lock", "users")
-
-    def __init__(self) -> None:
-        self.lock = anyio.Lock()
-        self.users = 0
-
-
-_file_locks: dict[str, _FileLock] = {}
-
-
-@contextlib.asynccontextmanager
-async def file_lock(path: Path) -> AsyncIterator[None]:
-    """Serialise changes to one file: calls holding the lock for the same real path
-    run one after another in arrival order; different files proceed in parallel."""
-    key = str(path)
-    entry = _file_locks.get(key)
-    if entry is None:
-        entry = _file_locks[key] = _FileLock()
-    entry.users += 1
-    try:
-        async with entry.lock:
-            yield
-    finally:
-        entry.users -= 1
-        if entry.users == 0:
-            _file_locks.pop(key, None)
 
 
 def _glob_part(glob: str) -> str:

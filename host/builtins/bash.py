@@ -10,9 +10,8 @@ import time
 from collections import deque
 from typing import Annotated, Any, TextIO
 
-from pydantic import Field
-
 from ..context import ToolContext
+from ..hints import Param
 from ..results import ToolError, ToolResult
 from ..runner import run_in_env
 from ..truncate import MAX_BYTES, MAX_LINES, Truncation, format_size, truncate_tail
@@ -156,11 +155,11 @@ def _signal_name(num: int) -> str:
     annotations={"destructiveHint": True, "openWorldHint": True},
 )
 async def bash(
-    command: Annotated[str, Field(description="The command line, run by bash -c.")],
+    command: Annotated[str, Param(description="The command line, run by bash -c.")],
     ctx: ToolContext,
     timeout: Annotated[
         float | None,
-        Field(
+        Param(
             default=None,
             gt=0,
             description="Seconds before the command is killed (default: no limit).",

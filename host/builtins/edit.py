@@ -20,30 +20,33 @@ import difflib
 import itertools
 import unicodedata
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, NotRequired, TypedDict
 
 import anyio.to_thread
-from pydantic import BaseModel, ConfigDict, Field
 
 from ..context import ToolContext
+from ..hints import Param
 from ..results import ToolError, ToolResult
-from ._common import atomic_write, builtin_tool, display_path, file_lock, read_regular
+from ._common import atomic_write, builtin_tool, display_path, read_regular
 
 __all__ = ["EditSpec", "apply_edits", "edit", "fuzzy_normalize"]
 
 
-class EditSpec(BaseModel):
-    """One replacement: ``oldText`` (found in the original file) becomes ``newText``."""
+class EditSpec(TypedDict):
+    """One replacement: oldText (found in the original file) becomes newText."""
 
-    model_config = ConfigDict(extra="forbid")
+    oldText: Annotated[str, "Text to find; must occur exactly once unless replaceAll."]
+    newText: Annotated[str, "Replacement text."]
+    replaceAll: NotRequired[Annotated[bool, "Replace every occurrence instead of exactly one."]]
 
-    oldText: Annotated[
-        str, Field(description="Text to find; must occur exactly once unless replaceAll.")
-    ]
-    newText: Annotated[str, Field(description="Replacement text.")]
-    replaceAll: Annotated[
-        bool, Field(description="Replace every occurrence instead of exactly one.")
-    ] = False
+
+@dataclass(frozen=True)
+class _Edit:
+    """An :class:`EditSpec` as the matcher uses it."""
+
+    oldText: str
+    newText: str
+    replaceAll: bool = False
 
 
 _FUZZY_TABLE = str.maketrans(
@@ -192,7 +195,7 @@ class _Span:
     index: int
 
 
-def apply_edits(text: str, edits: list[EditSpec], shown: str) -> tuple[str, list[_Span]]:
+def apply_edits(text: str, edits: list[_Edit], shown: str) -> tuple[str, list[_Span]]:
     """Apply ``edits`` to ``text`` (BOM already removed); return the new text and spans.
 
     Raises:
@@ -280,55 +283,59 @@ def _diff(old: str, new: str, shown: str) -> tuple[str, int]:
     return diff, first
 
 
-@builtin_tool(annotations={"destructiveHint": True}, mutates=("path",))
+def _legacy_single_edit(raw: Any) -> Any:
+    """prepare_arguments: the old single-edit form ``{path, oldText, newText, replaceAll?}``
+    becomes ``{path, edits: [{oldText, newText, replaceAll?}]}``."""
+    if not isinstance(raw, dict) or "edits" in raw:
+        return raw
+    if "oldText" not in raw and "newText" not in raw:
+        return raw
+    spec = {k: raw[k] for k in ("oldText", "newText", "replaceAll") if k in raw}
+    rest = {k: v for k, v in raw.items() if k not in ("oldText", "newText", "replaceAll")}
+    return {**rest, "edits": [spec]}
+
+
+@builtin_tool(
+    annotations={"destructiveHint": True},
+    mutates=("path",),
+    prepare_arguments=_legacy_single_edit,
+)
 async def edit(
-    path: Annotated[str, Field(description="File to edit, relative to the working directory.")],
-    ctx: ToolContext,
+    path: Annotated[str, Param("File to edit, relative to the working directory.")],
     edits: Annotated[
-        list[EditSpec] | None,
-        Field(default=None, description="Replacements, each matched against the original file."),
-    ] = None,
-    oldText: Annotated[
-        str | None, Field(default=None, description="Single-edit form: the text to find.")
-    ] = None,
-    newText: Annotated[
-        str | None, Field(default=None, description="Single-edit form: its replacement.")
-    ] = None,
-    replaceAll: Annotated[
-        bool, Field(default=False, description="Single-edit form: replace every occurrence.")
-    ] = False,
+        list[EditSpec],
+        Param("Replacements, each matched against the original file; all apply or none."),
+    ],
+    ctx: ToolContext,
 ) -> ToolResult:
     """Edit a file by replacing text: each oldText must occur exactly once in the file
     (copy it from a read, with its whitespace). Give several replacements in edits;
     they all apply or none do. Line endings and a byte-order mark are preserved.
+    (The older single form {path, oldText, newText} is accepted too.)
     """
-    specs: list[EditSpec] = list(edits or [])
-    if oldText is not None or newText is not None:
-        if oldText is None or newText is None:
-            raise ToolError("Give both oldText and newText (or use edits)")
-        specs.append(EditSpec(oldText=oldText, newText=newText, replaceAll=replaceAll))
+    specs = [_Edit(e["oldText"], e["newText"], bool(e.get("replaceAll", False))) for e in edits]
     if not specs:
         raise ToolError(
             "Nothing to do: edits must contain at least one replacement {oldText, newText}"
         )
     real = ctx.env.resolve(path, must_exist=True)
     shown = display_path(real, ctx.env.cwd)
-    async with file_lock(real):
-        data = await anyio.to_thread.run_sync(read_regular, real, shown, ctx.env.root)
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise ToolError(
-                f"{shown} is not valid UTF-8 (byte {exc.start}); edit cannot change it "
-                "without damaging it"
-            ) from None
-        bom = text.startswith("\ufeff")
-        body = text[1:] if bom else text
-        new_body, spans = apply_edits(body, specs, shown)
-        new_text = ("\ufeff" if bom else "") + new_body
-        await anyio.to_thread.run_sync(
-            atomic_write, real, new_text.encode("utf-8"), shown, ctx.env.root
-        )
+    # Edits of one file never overlap: the executor's per-file mutation queue (mutates).
+    data = await anyio.to_thread.run_sync(read_regular, real, shown, ctx.env.root)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ToolError(
+            f"{shown} is not valid UTF-8 (byte {exc.start}); edit cannot change it "
+            "without damaging it"
+        ) from None
+    bom = text.startswith("\ufeff")
+    body = text[1:] if bom else text
+    new_body, spans = apply_edits(body, specs, shown)
+    new_text = ("\ufeff" if bom else "") + new_body
+    await anyio.to_thread.run_sync(
+        atomic_write, real, new_text.encode("utf-8"), shown, ctx.env.root
+    )
     diff, first = _diff(body, new_body, shown)
     n = len(spans)
     details: dict[str, Any] = {"diff": diff, "firstChangedLine": first, "replacements": n}

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import anyio
-from pydantic import Field
 
 from ..context import ToolContext
+from ..hints import Param
 from ..results import ToolError, ToolResult
 from ..runner import RunResult, run_in_env
 from ..truncate import MAX_BYTES, format_size, truncate_head
@@ -20,13 +20,13 @@ __all__ = ["find"]
 @builtin_tool(annotations={"readOnlyHint": True, "idempotentHint": True})
 async def find(
     pattern: Annotated[
-        str, Field(description="Glob to match, e.g. '*.py', '**/*.test.ts' or 'src/**/x*'.")
+        str, Param(description="Glob to match, e.g. '*.py', '**/*.test.ts' or 'src/**/x*'.")
     ],
     ctx: ToolContext,
     path: Annotated[
-        str, Field(default=".", description="Directory to search (default: the working directory).")
+        str, Param(default=".", description="Directory to search (default: the working directory).")
     ] = ".",
-    limit: Annotated[int, Field(default=1000, ge=1, description="Most paths to return.")] = 1000,
+    limit: Annotated[int, Param(default=1000, ge=1, description="Most paths to return.")] = 1000,
 ) -> ToolResult:
     """Find files by glob pattern. Paths come back relative to the searched directory;
     files ignored by .gitignore are skipped, hidden files are included. A pattern

@@ -11,9 +11,9 @@ from typing import Annotated, Any
 
 import anyio
 import anyio.to_thread
-from pydantic import Field
 
 from ..context import ToolContext
+from ..hints import Param
 from ..results import ToolError, ToolResult
 from ..runner import RunResult, run_in_env
 from ..truncate import GREP_MAX_LINE_CHARS, MAX_BYTES, format_size, truncate_head, truncate_line
@@ -66,29 +66,29 @@ class _JsonLines:
 
 @builtin_tool(annotations={"readOnlyHint": True, "idempotentHint": True})
 async def grep(
-    pattern: Annotated[str, Field(description="Regular expression (or literal text) to find.")],
+    pattern: Annotated[str, Param(description="Regular expression (or literal text) to find.")],
     ctx: ToolContext,
     path: Annotated[
         str,
-        Field(
+        Param(
             default=".", description="File or directory to search (default: the working directory)."
         ),
     ] = ".",
     glob: Annotated[
         str | None,
-        Field(default=None, description="Only files matching this glob, e.g. '*.py' or 'src/**'."),
+        Param(default=None, description="Only files matching this glob, e.g. '*.py' or 'src/**'."),
     ] = None,
     ignoreCase: Annotated[
-        bool, Field(default=False, description="Case-insensitive search.")
+        bool, Param(default=False, description="Case-insensitive search.")
     ] = False,
     literal: Annotated[
-        bool, Field(default=False, description="Treat pattern as plain text.")
+        bool, Param(default=False, description="Treat pattern as plain text.")
     ] = False,
     context: Annotated[
         int,
-        Field(default=0, ge=0, le=50, description="Lines of context before and after each match."),
+        Param(default=0, ge=0, le=50, description="Lines of context before and after each match."),
     ] = 0,
-    limit: Annotated[int, Field(default=100, ge=1, description="Most matches to return.")] = 100,
+    limit: Annotated[int, Param(default=100, ge=1, description="Most matches to return.")] = 100,
 ) -> ToolResult:
     """Search file contents with ripgrep. Files ignored by .gitignore are skipped;
     hidden files are searched. Output lines are 'path:line: text' for matches and

@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Annotated
 
 import anyio.to_thread
-from pydantic import Field
 
 from ..context import ToolContext
+from ..hints import Param
 from ..results import ToolError, ToolResult
 from ._common import builtin_tool, check_opened_inside, display_path
 
@@ -55,9 +55,9 @@ def list_directory(path: str, shown: str, within: Path | None = None) -> list[st
 async def ls(
     ctx: ToolContext,
     path: Annotated[
-        str, Field(default=".", description="Directory to list (default: the working directory).")
+        str, Param(default=".", description="Directory to list (default: the working directory).")
     ] = ".",
-    limit: Annotated[int, Field(default=500, ge=1, description="Most entries to return.")] = 500,
+    limit: Annotated[int, Param(default=500, ge=1, description="Most entries to return.")] = 500,
 ) -> ToolResult:
     """List a directory's entries, hidden ones included, sorted case-insensitively;
     directories end with '/'."""

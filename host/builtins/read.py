@@ -8,9 +8,9 @@ import shlex
 from typing import Annotated, Any
 
 import anyio.to_thread
-from pydantic import Field
 
 from ..context import ToolContext
+from ..hints import Param
 from ..paths import resolve_read_path
 from ..results import ToolError, ToolResult, image_block
 from ..truncate import MAX_BYTES, MAX_LINES, format_size, split_lines, truncate_head
@@ -100,13 +100,13 @@ def fit_image(data: bytes, mime: str) -> tuple[bytes, str, str | None]:
 
 @builtin_tool(annotations={"readOnlyHint": True, "idempotentHint": True})
 async def read(
-    path: Annotated[str, Field(description="File to read, relative to the working directory.")],
+    path: Annotated[str, Param(description="File to read, relative to the working directory.")],
     ctx: ToolContext,
     offset: Annotated[
-        int | None, Field(default=None, ge=1, description="Line number to start at (1-based).")
+        int | None, Param(default=None, ge=1, description="Line number to start at (1-based).")
     ] = None,
     limit: Annotated[
-        int | None, Field(default=None, ge=1, description="Most lines to return.")
+        int | None, Param(default=None, ge=1, description="Most lines to return.")
     ] = None,
 ) -> ToolResult:
     """Read a file. Text comes back as its lines (at most 2000 lines or 50KB per call;

@@ -5,19 +5,19 @@ from __future__ import annotations
 from typing import Annotated
 
 import anyio.to_thread
-from pydantic import Field
 
 from ..context import ToolContext
+from ..hints import Param
 from ..results import ToolError, ToolResult
-from ._common import atomic_write, builtin_tool, display_path, file_lock
+from ._common import atomic_write, builtin_tool, display_path
 
 __all__ = ["write"]
 
 
 @builtin_tool(annotations={"destructiveHint": True, "idempotentHint": True}, mutates=("path",))
 async def write(
-    path: Annotated[str, Field(description="File to write, relative to the working directory.")],
-    content: Annotated[str, Field(description="The complete new content of the file.")],
+    path: Annotated[str, Param(description="File to write, relative to the working directory.")],
+    content: Annotated[str, Param(description="The complete new content of the file.")],
     ctx: ToolContext,
 ) -> ToolResult:
     """Write a file: create it (and its parent directories) or replace its whole content.
@@ -32,8 +32,8 @@ async def write(
         raise ToolError(
             f"content holds a lone surrogate at index {exc.start}, which UTF-8 cannot encode"
         ) from None
-    async with file_lock(real):
-        created = await anyio.to_thread.run_sync(atomic_write, real, data, shown, ctx.env.root)
+    # Writes to one file never overlap: the executor's per-file mutation queue (mutates).
+    created = await anyio.to_thread.run_sync(atomic_write, real, data, shown, ctx.env.root)
     verb = "Created" if created else "Wrote"
     return ToolResult(
         f"{verb} {shown}: {len(data)} bytes written",
