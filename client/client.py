@@ -48,7 +48,6 @@ from toolwire.models import (
     LATEST_PROTOCOL_VERSION,
     SUPPORTED_PROTOCOL_VERSIONS,
     CallToolResult,
-    ContentBlock,
     Implementation,
     InitializeResult,
     ListToolsResult,
@@ -59,6 +58,7 @@ from toolwire.models import (
 from toolwire.session import RequestContext, Session
 
 from .approval import APPROVAL_CAPABILITY, ApprovalCallback, ApprovalRequest, decide
+from .conversation import ResultView
 
 if TYPE_CHECKING:
     from .batch import BatchCall, BatchEventCallback, BatchMode, BatchResult
@@ -159,7 +159,7 @@ class CallTimeout(JsonRpcError, TimeoutError):
 
 
 @dataclass(frozen=True, slots=True)
-class ToolCallResult:
+class ToolCallResult(ResultView):
     """A ``tools/call`` result paired with the call's id.
 
     Attributes:
@@ -175,36 +175,6 @@ class ToolCallResult:
     name: str
     result: CallToolResult
     protocol_error: JsonRpcError | None = None
-
-    @property
-    def content(self) -> list[ContentBlock]:
-        """The content blocks the model reads."""
-        return self.result.content
-
-    @property
-    def is_error(self) -> bool:
-        """True for a tool error (including a protocol error turned into a result)."""
-        return self.result.is_error
-
-    @property
-    def structured_content(self) -> dict[str, Any] | None:
-        """``structuredContent``, when the tool declared an output schema."""
-        return self.result.structured_content
-
-    @property
-    def details(self) -> Any:
-        """Data for programs and UIs (``_meta["toolwire/details"]``), or None."""
-        return self.result.details
-
-    @property
-    def terminate(self) -> bool:
-        """True when the tool asked an agent loop to stop."""
-        return self.result.terminate
-
-    @property
-    def text(self) -> str:
-        """All text blocks joined by newlines."""
-        return self.result.text
 
     def to_wire(self) -> dict[str, Any]:
         """The result in its wire form (a JSON object shaped like MCP ``CallToolResult``)."""

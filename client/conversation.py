@@ -87,8 +87,45 @@ class AssistantMessage:
     role: Literal["assistant"] = "assistant"
 
 
+class ResultView:
+    """Read-only views of a wrapped ``result: CallToolResult`` (shared by result types)."""
+
+    __slots__ = ()
+    result: CallToolResult
+
+    @property
+    def content(self) -> list[ContentBlock]:
+        """The content blocks the model reads."""
+        return self.result.content
+
+    @property
+    def is_error(self) -> bool:
+        """True for an error result (including a protocol error turned into a result)."""
+        return self.result.is_error
+
+    @property
+    def structured_content(self) -> dict[str, Any] | None:
+        """``structuredContent``, when the tool declared an output schema."""
+        return self.result.structured_content
+
+    @property
+    def details(self) -> Any:
+        """Data for programs and UIs (``_meta["toolwire/details"]``), not for the model."""
+        return self.result.details
+
+    @property
+    def terminate(self) -> bool:
+        """True when the tool asked an agent loop to stop after this batch."""
+        return self.result.terminate
+
+    @property
+    def text(self) -> str:
+        """All text blocks joined by newlines."""
+        return self.result.text
+
+
 @dataclass
-class ToolResultMessage:
+class ToolResultMessage(ResultView):
     """The result of one tool call, paired with the call by ``tool_call_id``.
 
     Attributes:
@@ -102,31 +139,6 @@ class ToolResultMessage:
     result: CallToolResult
     timestamp: int = field(default_factory=now_ms)
     role: Literal["toolResult"] = "toolResult"
-
-    @property
-    def content(self) -> list[ContentBlock]:
-        """The content blocks the model reads."""
-        return self.result.content
-
-    @property
-    def is_error(self) -> bool:
-        """True for an error result."""
-        return self.result.is_error
-
-    @property
-    def details(self) -> Any:
-        """Data for programs and UIs (not sent to the model), or None."""
-        return self.result.details
-
-    @property
-    def terminate(self) -> bool:
-        """True when the tool asked the loop to stop after this batch."""
-        return self.result.terminate
-
-    @property
-    def text(self) -> str:
-        """All text blocks joined by newlines."""
-        return self.result.text
 
     @classmethod
     def error(cls, tool_call_id: str, tool_name: str, text: str) -> ToolResultMessage:

@@ -127,6 +127,11 @@ def _utf8_len(s: str) -> int:
     return len(s.encode("utf-8", "surrogatepass"))
 
 
+def _whole(text: str, lines: int, size: int, max_lines: int, max_bytes: int) -> Truncated:
+    """``text`` kept whole, with a record saying nothing was cut."""
+    return Truncated(text, Truncation(False, None, lines, size, lines, size, max_lines, max_bytes))
+
+
 def truncate_head(text: str, max_lines: int = MAX_LINES, max_bytes: int = MAX_BYTES) -> Truncated:
     """Keep whole lines from the start while both limits hold.
 
@@ -137,19 +142,7 @@ def truncate_head(text: str, max_lines: int = MAX_LINES, max_bytes: int = MAX_BY
     total_bytes = _utf8_len(text)
     total_lines = len(lines)
     if total_lines <= max_lines and total_bytes <= max_bytes:
-        return Truncated(
-            text,
-            Truncation(
-                False,
-                None,
-                total_lines,
-                total_bytes,
-                total_lines,
-                total_bytes,
-                max_lines,
-                max_bytes,
-            ),
-        )
+        return _whole(text, total_lines, total_bytes, max_lines, max_bytes)
     kept: list[str] = []
     used = 0
     by: Literal["lines", "bytes"] = "lines"
@@ -189,19 +182,7 @@ def truncate_tail(text: str, max_lines: int = MAX_LINES, max_bytes: int = MAX_BY
     total_bytes = _utf8_len(text)
     total_lines = len(lines)
     if total_lines <= max_lines and total_bytes <= max_bytes:
-        return Truncated(
-            text,
-            Truncation(
-                False,
-                None,
-                total_lines,
-                total_bytes,
-                total_lines,
-                total_bytes,
-                max_lines,
-                max_bytes,
-            ),
-        )
+        return _whole(text, total_lines, total_bytes, max_lines, max_bytes)
     kept: list[str] = []
     used = 0
     by: Literal["lines", "bytes"] = "lines"
