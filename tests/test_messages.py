@@ -42,7 +42,6 @@ def test_invalid_ids_are_invalid_requests(id: Any) -> None:
         {"jsonrpc": "2.0", "id": 1, "method": "ping", "params": 3},
         {"jsonrpc": "2.0", "id": 1, "method": "ping", "params": None},
         {"jsonrpc": "2.0", "id": 1},  # neither method nor result
-        {"jsonrpc": "2.0", "id": 1, "result": 1, "error": {"code": 1, "message": "x"}},
     ],
 )
 def test_invalid_requests_keep_a_usable_id(obj: dict[str, Any]) -> None:
@@ -68,6 +67,22 @@ def test_notifications_and_responses() -> None:
     bad = classify({"jsonrpc": "2.0", "id": "a", "error": "oops"})
     assert isinstance(bad, Response) and bad.error is not None
     assert bad.error.code == INTERNAL_ERROR
+
+
+@pytest.mark.parametrize(
+    ("obj", "id"),
+    [
+        ({"jsonrpc": "2.0", "id": 1, "result": 1, "error": {"code": 1, "message": "x"}}, 1),
+        ({"jsonrpc": "1.0", "id": "a", "result": 1}, "a"),
+        ({"jsonrpc": "2.0", "result": {}}, None),
+        ({"jsonrpc": "2.0", "id": 1.5, "result": {}}, None),
+    ],
+)
+def test_malformed_responses_are_responses_carrying_an_error(obj: dict[str, Any], id: Any) -> None:
+    # a response is never answered: the session fails the request it names instead
+    msg = classify(obj)
+    assert isinstance(msg, Response) and msg.id == id
+    assert msg.error is not None and msg.error.code == INVALID_REQUEST
 
 
 def test_error_to_dict_omits_absent_data() -> None:

@@ -86,13 +86,17 @@ def classify(obj: Any) -> Message | Invalid:
     Rules (JSON-RPC 2.0 §4, §5): ``jsonrpc`` must be exactly ``"2.0"``; a request's
     ``method`` is a string; ``id`` is a string or integer (null and fractional ids are
     refused with -32600); ``params``, when present, is an object or array. A response
-    carries ``id`` and exactly one of ``result`` / ``error``.
+    (no ``method``; ``result`` or ``error``) carries ``id`` and exactly one of
+    ``result`` / ``error``; a malformed one is typed as a :class:`Response` with an
+    error, never as :class:`Invalid`, because responses are never answered.
     """
     if type(obj) is not dict:
         return Invalid(None, JsonRpcError(INVALID_REQUEST, "Message must be a JSON object"))
     raw_id = obj.get("id")
     has_id = "id" in obj
     good_id: RequestId | None = raw_id if is_valid_id(raw_id) else None
+    if "method" not in obj and ("result" in obj or "error" in obj):
+        return _response(obj, good_id)
     if obj.get("jsonrpc") != "2.0":
         return Invalid(good_id, JsonRpcError(INVALID_REQUEST, 'The "jsonrpc" member must be "2.0"'))
     method = obj.get("method")
@@ -117,18 +121,32 @@ def classify(obj: Any) -> Message | Invalid:
                 None, JsonRpcError(INVALID_REQUEST, '"id" must be a string or an integer')
             )
         return Request(good_id, method, params)
-    if "result" in obj or "error" in obj:
-        if ("result" in obj) == ("error" in obj):
-            return Invalid(
-                None,
-                JsonRpcError(INVALID_REQUEST, 'A response has exactly one of "result", "error"'),
-            )
-        if not has_id or (raw_id is not None and good_id is None):
-            return Invalid(None, JsonRpcError(INVALID_REQUEST, "Response with an invalid id"))
-        if "error" in obj:
-            return Response(good_id, None, JsonRpcError.from_dict(obj["error"]))
-        return Response(good_id, obj["result"], None)
     return Invalid(good_id, JsonRpcError(INVALID_REQUEST, 'Missing "method"'))
+
+
+def _response(obj: dict[str, Any], id: RequestId | None) -> Response:
+    """Type a response. A response is never answered (JSON-RPC 2.0 §5), so a malformed
+    one becomes a :class:`Response` carrying an error for the request it names (its id
+    is None when unusable, and the session then only logs it)."""
+    if obj.get("jsonrpc") != "2.0":
+        return Response(
+            id, None, JsonRpcError(INVALID_REQUEST, 'Malformed response: "jsonrpc" must be "2.0"')
+        )
+    if ("result" in obj) == ("error" in obj):
+        return Response(
+            id,
+            None,
+            JsonRpcError(
+                INVALID_REQUEST, 'Malformed response: it must have exactly one of "result", "error"'
+            ),
+        )
+    if "error" in obj:  # an error may carry "id": null (the peer could not read ours)
+        return Response(id, None, JsonRpcError.from_dict(obj["error"]))
+    if id is None:
+        return Response(
+            None, None, JsonRpcError(INVALID_REQUEST, "Malformed response: missing or invalid id")
+        )
+    return Response(id, obj["result"], None)
 
 
 def request(id: RequestId, method: str, params: Any = None) -> dict[str, Any]:

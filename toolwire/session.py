@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Literal
@@ -99,6 +100,10 @@ def is_stray_cancellation() -> bool:
     except RuntimeError:  # no asyncio loop running: another backend
         return False
     return task is not None and task.cancelling() == 0
+
+
+def _finite_number(value: Any) -> bool:
+    return type(value) in (int, float) and math.isfinite(value)
 
 
 class RequestContext:
@@ -188,6 +193,8 @@ class RequestContext:
         """
         if self.progress_token is None or self._done or self.cancelled_by is not None:
             return False
+        if not _finite_number(progress) or (total is not None and not _finite_number(total)):
+            return False  # JSON has no NaN or infinity; progress must be a number
         last = self._last_progress
         if last is not None and not progress > last:
             return False
@@ -290,6 +297,10 @@ class Session:
         self._closing_event = anyio.Event()
         self._write_failed = False
         self._writer_done = anyio.Event()
+        self._queued = 0
+        self._drained = anyio.Event()
+        self.high_water = 16 * 1024 * 1024
+        """Bytes queued for the peer above which :meth:`drain` waits (default 16 MiB)."""
         self.flush_timeout = 1.0
         self._requests_tg: TaskGroup | None = None
         # Worker pool: queued request jobs, parked idle workers, workers about to take a job.
@@ -318,11 +329,33 @@ class Session:
 
     def _send_body(self, body: bytes) -> None:
         if self._framing == "lsp":
-            self._out.append(b"Content-Length: %d\r\n\r\n" % len(body))
-        self._out.append(body)
-        if self._framing != "lsp":
+            header = b"Content-Length: %d\r\n\r\n" % len(body)
+            self._out.append(header)
+            self._out.append(body)
+            self._queued += len(header) + len(body)
+        else:
+            self._out.append(body)
             self._out.append(b"\n")
+            self._queued += len(body) + 1
         self._out_event.set()
+
+    @property
+    def queued_bytes(self) -> int:
+        """Bytes of messages waiting for (or being given to) the writer."""
+        return self._queued
+
+    async def drain(self) -> None:
+        """Wait while more than :attr:`high_water` bytes are queued for the peer.
+
+        Queuing never blocks (so replies keep their order); producers of unbounded
+        output, such as a tool's progress and log notifications, await this so a peer
+        that stops reading cannot make the queue grow without bound. Returns at once
+        when the session is closing.
+        """
+        while self._queued > self.high_water and not self._closing:
+            if self._drained.is_set():
+                self._drained = anyio.Event()
+            await self._drained.wait()
 
     def _encode_reply(self, reply: dict[str, Any]) -> bytes:
         """Encode a response; a result JSON cannot hold becomes -32603 (traceback to the log)."""
@@ -363,28 +396,38 @@ class Session:
                 total = 0
                 for c in chunks:
                     total += len(c)
-                if total <= _FLUSH_JOIN_LIMIT:
-                    await send.send(b"".join(chunks))
-                    continue
-                # Large frames go out as they are: a multi-megabyte body is never copied.
-                small: list[bytes] = []
-                for c in chunks:
-                    if len(c) > 4096:
-                        if small:
-                            await send.send(b"".join(small))
-                            small = []
-                        await send.send(c)
-                    else:
-                        small.append(c)
-                if small:
-                    await send.send(b"".join(small))
+                try:
+                    if total <= _FLUSH_JOIN_LIMIT:
+                        await send.send(b"".join(chunks))
+                        continue
+                    await self._send_large(chunks)
+                finally:
+                    self._queued = max(0, self._queued - total)
+                    if self._queued <= self.high_water // 2:
+                        self._drained.set()
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
             log.info("%s: peer stopped reading (%s); closing", self.name, exc)
             self._write_failed = True
             self._out.clear()
             self.close()
         finally:
+            self._drained.set()
             self._writer_done.set()
+
+    async def _send_large(self, chunks: list[bytes]) -> None:
+        send = self._send
+        # Large frames go out as they are: a multi-megabyte body is never copied.
+        small: list[bytes] = []
+        for c in chunks:
+            if len(c) > 4096:
+                if small:
+                    await send.send(b"".join(small))
+                    small = []
+                await send.send(c)
+            else:
+                small.append(c)
+        if small:
+            await send.send(b"".join(small))
 
     # ----------------------------------------------------------------- outbound requests
 
@@ -758,12 +801,16 @@ class Session:
             log.exception("%s: notification handler for %s failed", self.name, method)
 
     def _dispatch_response(self, resp: Response) -> None:
-        pending = self._pending.get(resp.id) if resp.id is not None else None
-        if pending is None:
+        # pop: the first response settles the request; a second one for the same id
+        # (or one for an id never sent) is logged and dropped, never answered.
+        pending = self._pending.pop(resp.id, None) if resp.id is not None else None
+        if pending is None or pending.event.is_set():
             if resp.error is not None:
-                log.warning("%s: error from peer: %s", self.name, resp.error.message)
+                log.warning(
+                    "%s: dropped response (id %r): %s", self.name, resp.id, resp.error.message
+                )
             else:
-                log.debug("%s: response for unknown id %r", self.name, resp.id)
+                log.debug("%s: dropped response for unknown or settled id %r", self.name, resp.id)
             return
         pending.result = resp.result
         pending.error = resp.error
