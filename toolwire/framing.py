@@ -143,8 +143,9 @@ class ContentLengthDecoder:
                         break
                     pos = m.start()
                     self._resync = False
-                # Skip blank lines between messages (some peers send CRLF after bodies).
-                while pos < n and src[pos] in (10, 13):
+                # Skip blank lines and blanks between messages (some peers send CRLF
+                # after bodies; detection skips leading whitespace too).
+                while pos < n and src[pos] in (9, 10, 13, 32):
                     pos += 1
                 if pos >= n:
                     break
@@ -156,18 +157,24 @@ class ContentLengthDecoder:
                                 -32700, "LSP header block too long or unterminated", n - pos
                             )
                         )
-                        pos = n
+                        # Resynchronise at the next Content-Length after this block's
+                        # start, which may already be in the buffer.
+                        pos += 1
                         self._resync = True
+                        continue
                     break
                 header = bytes(view[pos:end])
-                pos = end + sep_len
                 length = _content_length(header)
                 if length is None:
                     out.append(
                         FramingError(-32700, "LSP header block without a valid Content-Length")
                     )
+                    # A short body glued to the next header makes a bad block that holds
+                    # the next message's Content-Length: search from inside the block.
+                    pos += 1
                     self._resync = True
                     continue
+                pos = end + sep_len
                 if length > self.max_message_size:
                     out.append(
                         FramingError(
