@@ -16,6 +16,7 @@ call's start, progress and end, and the batch's progress; nothing after the resp
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -122,6 +123,10 @@ def parse_batch(params: Any) -> tuple[list[BatchCall], bool, str | None]:
     return out, mode == "sequential", stop_reason
 
 
+def _finite(value: Any) -> bool:
+    return type(value) in (int, float) and math.isfinite(value)
+
+
 class _CallProgress:
     """Stands in for a call's request context: its progress becomes ``callProgress``."""
 
@@ -137,6 +142,8 @@ class _CallProgress:
         self, progress: float, total: float | None = None, message: str | None = None
     ) -> bool:
         if self.done or (self._last is not None and not progress > self._last):
+            return False
+        if not _finite(progress) or (total is not None and not _finite(total)):
             return False
         self._last = progress
         params: dict[str, Any] = {"callId": self._call_id, "progress": progress}

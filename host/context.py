@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio.from_thread
+import anyio.lowlevel
 
 from toolwire.messages import RequestId
 
@@ -109,13 +110,23 @@ class ToolContext:
         """
         if self._request is not None:
             self._request.report_progress(progress, total, message)
+            await self._drain()
+        # Always a scheduling point: a tool that reports progress in a loop without
+        # awaiting anything else still lets the host answer, cancel and time it out.
+        await anyio.lowlevel.checkpoint()
+
+    async def _drain(self) -> None:
+        """Wait while the client is not reading (bounded output queue, see Session.drain)."""
+        session = self._server.session if self._server is not None else None
+        if session is not None:
+            await session.drain()
 
     def report_progress_from_thread(
         self, progress: float, total: float | None = None, message: str | None = None
     ) -> None:
-        """:meth:`report_progress` for synchronous tools running in a worker thread."""
-        if self._request is not None:
-            anyio.from_thread.run_sync(self._request.report_progress, progress, total, message)
+        """:meth:`report_progress` for synchronous tools running in a worker thread
+        (waits, like it, while the client is not reading)."""
+        anyio.from_thread.run(self.report_progress, progress, total, message)
 
     def log_from_thread(self, level: str, data: Any, logger: str | None = None) -> None:
         """:meth:`log` for synchronous tools running in a worker thread.
@@ -144,3 +155,5 @@ class ToolContext:
         )
         if self._server is not None:
             self._server.send_log(level, data, logger or self.tool_name)
+            await self._drain()
+        await anyio.lowlevel.checkpoint()

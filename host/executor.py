@@ -145,6 +145,13 @@ class Executor:
             # sys.exit() in tool code ends the call, never the host.
             log.warning("tool %s called sys.exit(%r)", tool.name, exc.code)
             return error_result(f'Tool "{tool.name}" tried to exit (code {exc.code!r})')
+        except GeneratorExit:
+            raise
+        except BaseException as exc:
+            # KeyboardInterrupt or a bare BaseException raised by tool code: that call's
+            # failure, not the host's (real signals reach the host's own handlers).
+            log.warning("tool %s raised %s", tool.name, type(exc).__name__, exc_info=True)
+            return error_result(_base_exception_text(tool.name, exc))
         try:
             return to_result(tool, value)
         except Exception as exc:
@@ -156,6 +163,12 @@ class Executor:
             return await tool.handler(**kwargs)
         func: Callable[[], Any] = functools.partial(tool.handler, **kwargs)
         return await anyio.to_thread.run_sync(func, abandon_on_cancel=True, limiter=self.limiter)
+
+
+def _base_exception_text(name: str, exc: BaseException) -> str:
+    detail = _text_of(exc)
+    kind = type(exc).__name__
+    return f'Tool "{name}" failed: {kind}' + (f": {detail}" if detail != kind else "")
 
 
 def _text_of(exc: BaseException) -> str:

@@ -10,14 +10,17 @@ stderr, never in the protocol stream.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import concurrent.futures
 import functools
 import logging
 import os
+import select
 import signal
+import stat
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -37,6 +40,7 @@ from .procs import kill_descendants, set_subreaper
 from .registry import Registry
 from .sandbox import Sandbox, SandboxSettings, SandboxUnavailable, resolve_sandbox
 from .server import HostServer
+from .tools import ToolDefinitionError
 
 __all__ = ["HostConfig", "build_parser", "main", "run_host", "take_over_stdio"]
 
@@ -81,6 +85,17 @@ class HostConfig:
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
     approve: list[str] = field(default_factory=list)
     approval_timeout: float = 120.0
+
+
+def _message_size(text: str) -> int:
+    """argparse type: a message size limit in bytes, at least 1 KiB."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number of bytes: {text!r}") from None
+    if value < 1024:
+        raise argparse.ArgumentTypeError(f"must be at least 1024 bytes, not {value}")
+    return value
 
 
 def build_parser(prog: str = "toolwire serve") -> argparse.ArgumentParser:
@@ -131,7 +146,7 @@ def build_parser(prog: str = "toolwire serve") -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--max-message-size",
-        type=int,
+        type=_message_size,
         default=None,
         help="largest accepted message in bytes (default: 64 MiB)",
     )
@@ -237,7 +252,18 @@ def build_registry(config: HostConfig) -> Registry:
     if config.entry_points:
         load_entry_points(registry)
     for spec in config.tools:
-        load_tools(registry, spec)
+        try:
+            load_tools(registry, spec)
+        except ToolDefinitionError as exc:
+            raise SystemExit(f"toolwire serve: --tools {spec}: {exc}") from None
+        except ImportError as exc:
+            # A missing file or module is a usage error; an import failing *inside* the
+            # module keeps its traceback (logged by main), which is what its author needs.
+            name = exc.name if isinstance(exc, ModuleNotFoundError) else None
+            missing = name is not None and (spec == name or spec.startswith(name + "."))
+            if missing or str(exc).startswith("tool file not found"):
+                raise SystemExit(f"toolwire serve: --tools {spec}: {exc}") from None
+            raise
     return registry
 
 
@@ -299,34 +325,96 @@ async def run_host(
     server.attach(session)
     log.info("serving %d tools in %s", len(registry), env.root)
 
+    def exit_code() -> int:
+        return server.exit_code if server.exit_code is not None else 0
+
     async with anyio.create_task_group() as tg:
+        if exit_grace is None:
+            # Embedded: leave the process's signal handling to anyio and the embedder.
+            async def watch_signals() -> None:
+                with anyio.open_signal_receiver(
+                    signal.SIGTERM, signal.SIGINT, signal.SIGHUP
+                ) as sigs:
+                    async for signum in sigs:
+                        log.info("signal %d: shutting down", signum)
+                        session.close()
+                        return
 
-        async def watch_signals() -> None:
-            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as sigs:
-                async for signum in sigs:
-                    log.info("signal %d: shutting down", signum)
-                    session.close()
-                    return
+            tg.start_soon(watch_signals)
+        else:
+            # The process's own host: end within ``exit_grace`` seconds of a signal, of
+            # the client hanging up, or of the session closing — even when a tool keeps
+            # the event loop busy (an async tool that never awaits): the signal handler
+            # and the hang-up watcher run outside the loop and arm a watchdog thread.
+            watchdog = _Watchdog(exit_grace, exit_code)
+            loop = asyncio.get_running_loop()
 
-        async def arm_watchdog(grace: float) -> None:
-            await session.wait_closing()
+            def on_signal(signum: int, frame: object) -> None:
+                log.info("signal %d: shutting down", signum)
+                watchdog.arm()
+                loop.call_soon_threadsafe(session.close)
 
-            def hard_exit() -> None:
-                log.warning("handlers still running %.2gs after close; exiting now", grace)
-                kill_descendants()
-                logging.shutdown()
-                os._exit(server.exit_code if server.exit_code is not None else 0)
+            for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+                signal.signal(sig, on_signal)
+            _watch_hangup(read_fd, watchdog)
 
-            timer = threading.Timer(grace, hard_exit)
-            timer.daemon = True
-            timer.start()
+            async def arm_on_close() -> None:
+                await session.wait_closing()
+                watchdog.arm()
 
-        tg.start_soon(watch_signals)
-        if exit_grace is not None:
-            tg.start_soon(arm_watchdog, exit_grace)
+            tg.start_soon(arm_on_close)
         await session.serve()
         tg.cancel_scope.cancel()
     return server.exit_code if server.exit_code is not None else 0
+
+
+class _Watchdog:
+    """Ends the process ``grace`` seconds after :meth:`arm`, whatever the event loop is
+    doing: every descendant process is killed and ``os._exit`` is called."""
+
+    def __init__(self, grace: float, code: Callable[[], int]) -> None:
+        self.grace = grace
+        self.code = code
+        self._lock = threading.Lock()
+        self._armed = False
+
+    def arm(self) -> None:
+        """Start the countdown (once; later calls do nothing). Safe in signal handlers."""
+        with self._lock:
+            if self._armed:
+                return
+            self._armed = True
+        timer = threading.Timer(self.grace, self._fire)
+        timer.daemon = True
+        timer.start()
+
+    def _fire(self) -> None:
+        log.warning("still running %.2gs after shutdown began; exiting now", self.grace)
+        kill_descendants()
+        logging.shutdown()
+        os._exit(self.code())
+
+
+def _watch_hangup(fd: int, watchdog: _Watchdog) -> None:
+    """Arm ``watchdog`` when the client closes its end of the pipe ``fd``, seen with
+    ``poll`` (POLLHUP) in a thread, without reading: the event loop reads the data."""
+    try:
+        if not stat.S_ISFIFO(os.fstat(fd).st_mode) or not hasattr(select, "poll"):
+            return
+    except OSError:
+        return
+
+    def watch() -> None:
+        poller = select.poll()
+        poller.register(fd, 0)  # no events asked for: POLLHUP and POLLERR always report
+        try:
+            while not poller.poll():
+                pass
+        except (OSError, ValueError):
+            return
+        watchdog.arm()
+
+    threading.Thread(target=watch, name="hangup-watch", daemon=True).start()
 
 
 def main(argv: Sequence[str] | None = None) -> None:
