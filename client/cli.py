@@ -20,7 +20,9 @@ started or did not answer (including ``--timeout``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import shlex
 import sys
 from collections.abc import Sequence
@@ -176,7 +178,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--json", action="store_true", help="print the whole result as JSON (for scripts)"
     )
     cp.add_argument(
-        "--timeout", type=float, default=None, metavar="S", help="give up after S seconds"
+        "--timeout",
+        type=float,
+        default=None,
+        metavar="S",
+        help="give up after S seconds (0 or less: no limit, as for toolwire serve)",
     )
     _add_host_options(cp, approval=True)
 
@@ -267,7 +273,8 @@ async def _call(ns: argparse.Namespace, arguments: dict[str, Any]) -> int:
     async with Client.spawn(_spawn_command(ns), on_approval=approver) as c:
         try:
             with printer.showing():
-                res = await c.call_tool(ns.name, arguments, on_progress=printer, timeout=ns.timeout)
+                timeout = ns.timeout if ns.timeout is not None and ns.timeout > 0 else None
+                res = await c.call_tool(ns.name, arguments, on_progress=printer, timeout=timeout)
         except CallTimeout as exc:
             err.print(f"[red]toolwire call:[/red] {exc.message}", markup=True)
             return EXIT_HOST_FAILED
@@ -319,6 +326,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         print(f"toolwire {ns.command}: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except BrokenPipeError:
+        # stdout closed early (`toolwire list | head`): not an error worth a message
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
     except (JsonRpcError, OSError) as exc:
         print(f"toolwire {ns.command}: {exc}", file=sys.stderr)
         return EXIT_HOST_FAILED

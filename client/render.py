@@ -226,7 +226,12 @@ class ProgressPrinter:
 
 
 def _progress_status(p: Progress) -> str:
-    amount = f"{p.progress:g}" + (f"/{p.total:g}" if p.total is not None else "")
+    # Without a total, progress is only an increasing counter (for bash: bytes of
+    # output): show it when there is nothing else to show.
+    if p.total is not None:
+        amount = f"{p.progress:g}/{p.total:g}"
+    else:
+        amount = "" if p.message else f"{p.progress:g}"
     msg = p.message or ""
     if len(msg) > 70:
         msg = msg[:69] + "…"

@@ -78,3 +78,10 @@ async def test_refusals(tmp_path: Path) -> None:
     r = await call(tmp_path, "write", {"path": "bad.txt", "content": "\ud800"})
     assert is_error(r) and "surrogate" in text(r)
     assert not (tmp_path / "bad.txt").exists()
+
+
+async def test_a_directory_is_refused_as_a_directory(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    for target in (".", "sub"):
+        r = await call(tmp_path, "write", {"path": target, "content": "x"})
+        assert is_error(r) and "is a directory" in text(r), text(r)

@@ -187,6 +187,8 @@ def atomic_write(path: Path, data: bytes, shown: str, within: Path | None = None
         ToolError: ``path`` exists and is not a regular file (a symlink included), the
             directory leads outside ``within``, or an OS error.
     """
+    if path.is_dir() and not path.is_symlink():
+        raise ToolError(f"{shown} is a directory; give the path of a file to write")
     parent = path.parent
     name = path.name
     try:
