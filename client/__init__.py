@@ -36,28 +36,9 @@ The agent loop and model providers: :mod:`toolwire.client.agent`,
 
 from __future__ import annotations
 
-from .approval import ApprovalCallback, ApprovalDecision, ApprovalRequest
-from .batch import (
-    BatchCall,
-    BatchEvent,
-    BatchProgress,
-    BatchResult,
-    CallEnded,
-    CallProgress,
-    CallStarted,
-)
-from .client import (
-    MODEL_ERROR_CODES,
-    CallTimeout,
-    Client,
-    LogMessage,
-    Progress,
-    ProgressCallback,
-    StderrMode,
-    ToolCallResult,
-    host_command,
-)
-from .sync import SyncClient, connect_sync
+from typing import TYPE_CHECKING
+
+from toolwire._lazy import lazy_exports
 
 __all__ = [
     "MODEL_ERROR_CODES",
@@ -82,3 +63,56 @@ __all__ = [
     "connect_sync",
     "host_command",
 ]
+
+# Imported on first use, so `toolwire serve` (whose CLI lives in this package) does not
+# load the client, pydantic and its models before the host starts.
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "ApprovalCallback": ".approval",
+        "ApprovalDecision": ".approval",
+        "ApprovalRequest": ".approval",
+        "BatchCall": ".batch",
+        "BatchEvent": ".batch",
+        "BatchProgress": ".batch",
+        "BatchResult": ".batch",
+        "CallEnded": ".batch",
+        "CallProgress": ".batch",
+        "CallStarted": ".batch",
+        "CallTimeout": ".client",
+        "Client": ".client",
+        "LogMessage": ".client",
+        "MODEL_ERROR_CODES": ".client",
+        "Progress": ".client",
+        "ProgressCallback": ".client",
+        "StderrMode": ".client",
+        "SyncClient": ".sync",
+        "ToolCallResult": ".client",
+        "connect_sync": ".sync",
+        "host_command": ".client",
+    },
+)
+
+if TYPE_CHECKING:
+    from .approval import ApprovalCallback, ApprovalDecision, ApprovalRequest
+    from .batch import (
+        BatchCall,
+        BatchEvent,
+        BatchProgress,
+        BatchResult,
+        CallEnded,
+        CallProgress,
+        CallStarted,
+    )
+    from .client import (
+        MODEL_ERROR_CODES,
+        CallTimeout,
+        Client,
+        LogMessage,
+        Progress,
+        ProgressCallback,
+        StderrMode,
+        ToolCallResult,
+        host_command,
+    )
+    from .sync import SyncClient, connect_sync

@@ -1,7 +1,7 @@
 """The ``toolwire`` command line: serve, list, call, agent, demo.
 
 ``toolwire serve`` runs the host on stdio (its arguments go to
-:func:`toolwire.host.serve.main`, imported only then). ``list`` and ``call`` spawn a
+:func:`toolwire.host.launch.main`, imported only then). ``list`` and ``call`` spawn a
 host (or any MCP stdio server given with ``--server``), talk to it through
 :class:`~toolwire.client.Client` and end it. ``agent`` runs the agent loop with an
 OpenAI-compatible model endpoint against a spawned host, once for a prompt given on the
@@ -29,10 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import anyio
-
 from toolwire.errors import JsonRpcError
-from toolwire.models import dump
 
 __all__ = ["build_parser", "main", "parse_call_arguments"]
 
@@ -256,6 +253,8 @@ async def _list(ns: argparse.Namespace) -> int:
     async with Client.spawn(_spawn_command(ns)) as c:
         tools = await c.list_tools()
     if ns.json:
+        from toolwire.models import dump
+
         json.dump({"tools": [dump(t) for t in tools]}, sys.stdout, indent=2, ensure_ascii=False)
         sys.stdout.write("\n")
     else:
@@ -296,6 +295,8 @@ async def _call(ns: argparse.Namespace, arguments: dict[str, Any]) -> int:
 
 
 def _run_async(func: Any, *args: Any) -> int:
+    import anyio
+
     code: int = anyio.run(func, *args, backend="asyncio")
     return code
 
@@ -304,7 +305,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``toolwire`` command line; returns the exit code (``serve`` never returns)."""
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] == "serve":
-        from toolwire.host.serve import main as serve_main
+        from toolwire.host.launch import main as serve_main
 
         serve_main(args[1:])
         return EXIT_OK  # pragma: no cover - serve_main exits the process

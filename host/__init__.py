@@ -19,28 +19,9 @@ and serve it: ``toolwire serve --tools shout.py``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from .approval import ApprovalPolicy
-from .context import ExecEnv, ToolContext
-from .executor import Executor
-from .hints import Param
-from .hooks import (
-    NOT_GIVEN,
-    Block,
-    CallResult,
-    ResultPatch,
-    ToolCall,
-    after_tool_call,
-    before_tool_call,
-)
-from .paths import PathError
-from .pipeline import Pipeline
-from .registry import Registry
-from .results import ToolError, ToolResult
-from .runner import RunResult, run_in_env
-from .server import HostServer
-from .tools import Tool, ToolDefinitionError, tool
+from toolwire._lazy import lazy_exports
 
 __all__ = [
     "NOT_GIVEN",
@@ -69,15 +50,58 @@ __all__ = [
     "tool",
 ]
 
+# Names are imported on first use: ``python -m toolwire.host`` starts its sandbox probe
+# before the heavy imports, and ToolAnnotations (a pydantic model) costs nothing unless used.
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "ApprovalPolicy": ".approval",
+        "Block": ".hooks",
+        "CallResult": ".hooks",
+        "ExecEnv": ".context",
+        "Executor": ".executor",
+        "HostServer": ".server",
+        "NOT_GIVEN": ".hooks",
+        "Param": ".hints",
+        "PathError": ".paths",
+        "Pipeline": ".pipeline",
+        "Registry": ".registry",
+        "ResultPatch": ".hooks",
+        "RunResult": ".runner",
+        "Tool": ".tools",
+        "ToolAnnotations": "toolwire.models",
+        "ToolCall": ".hooks",
+        "ToolContext": ".context",
+        "ToolDefinitionError": ".tools",
+        "ToolError": ".results",
+        "ToolResult": ".results",
+        "after_tool_call": ".hooks",
+        "before_tool_call": ".hooks",
+        "run_in_env": ".runner",
+        "tool": ".tools",
+    },
+)
+
 if TYPE_CHECKING:
     from toolwire.models import ToolAnnotations
 
-
-def __getattr__(name: str) -> Any:
-    # ToolAnnotations is a pydantic model; import it (and pydantic) only when asked for,
-    # so a host whose tools need no pydantic starts without it.
-    if name == "ToolAnnotations":
-        from toolwire.models import ToolAnnotations
-
-        return ToolAnnotations
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from .approval import ApprovalPolicy
+    from .context import ExecEnv, ToolContext
+    from .executor import Executor
+    from .hints import Param
+    from .hooks import (
+        NOT_GIVEN,
+        Block,
+        CallResult,
+        ResultPatch,
+        ToolCall,
+        after_tool_call,
+        before_tool_call,
+    )
+    from .paths import PathError
+    from .pipeline import Pipeline
+    from .registry import Registry
+    from .results import ToolError, ToolResult
+    from .runner import RunResult, run_in_env
+    from .server import HostServer
+    from .tools import Tool, ToolDefinitionError, tool

@@ -1,6 +1,6 @@
 """``python -m toolwire.host``: the same as ``toolwire serve``."""
 
-from .serve import main
+from .launch import main
 
 if __name__ == "__main__":
     main()

@@ -33,7 +33,6 @@ import logging
 import os
 import re
 import resource
-import secrets
 import shutil
 import signal
 import subprocess
@@ -315,7 +314,7 @@ def _find_pids_cgroup() -> str | None:
                     except OSError:
                         pass
     for base in candidates:
-        probe = os.path.join(base, f"toolwire-probe-{secrets.token_hex(4)}")
+        probe = os.path.join(base, f"toolwire-probe-{os.urandom(4).hex()}")
         try:
             os.mkdir(probe)
         except OSError:
@@ -559,7 +558,7 @@ class Sandbox:
 
     def _make_cgroup(self, max_pids: int) -> str | None:
         assert self._cgroup_base is not None
-        path = os.path.join(self._cgroup_base, f"toolwire-{secrets.token_hex(8)}")
+        path = os.path.join(self._cgroup_base, f"toolwire-{os.urandom(8).hex()}")
         try:
             os.mkdir(path)
             with open(os.path.join(path, "pids.max"), "w") as f:

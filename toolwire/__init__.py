@@ -12,11 +12,27 @@ The host lives in :mod:`toolwire.host`, the client in :mod:`toolwire.client`.
 
 from __future__ import annotations
 
-from .errors import JsonRpcError
-from .framing import Framing
-from .messages import RequestId
-from .session import RequestContext, Session
+from typing import TYPE_CHECKING
+
+from ._lazy import lazy_exports
 
 __version__ = "0.1.0"
 
 __all__ = ["Framing", "JsonRpcError", "RequestContext", "RequestId", "Session", "__version__"]
+
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "Framing": ".framing",
+        "JsonRpcError": ".errors",
+        "RequestContext": ".session",
+        "RequestId": ".messages",
+        "Session": ".session",
+    },
+)
+
+if TYPE_CHECKING:
+    from .errors import JsonRpcError
+    from .framing import Framing
+    from .messages import RequestId
+    from .session import RequestContext, Session

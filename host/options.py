@@ -1,0 +1,214 @@
+"""``toolwire serve``'s options: the command line, ``toolwire.toml`` and :class:`HostConfig`.
+
+Standard library only (plus the sandbox settings and the config file reader), so the
+launcher can parse them and start probing the sandbox before the heavy imports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from toolwire.framing import DEFAULT_MAX_MESSAGE_SIZE
+
+from .config import load_config_file
+from .sandbox import SandboxSettings
+
+__all__ = ["HostConfig", "build_parser", "config_from_args", "take_over_stdio"]
+
+
+@dataclass
+class HostConfig:
+    """Everything ``toolwire serve`` is configured with.
+
+    Attributes:
+        root: directory the tools act in (default: the current directory).
+        tools: files (``path/to/tools.py``) or module names to load tools from.
+        builtins: register the built-in tools.
+        entry_points: load tools from the ``toolwire.tools`` entry-point group.
+        framing: "auto" (detect from the first bytes), "lsp" or "ndjson".
+        log_level: stderr log threshold (Python logging level name, lower-case).
+        timeout: default seconds per call; None for no limit.
+        max_message_size: largest inbound message, in bytes.
+        max_threads: worker threads for synchronous tools.
+        page_size: tool definitions per ``tools/list`` page.
+        sandbox: settings for the processes tools start.
+        approve: which calls need the client's approval: tool names, "destructive"
+            or "all" (empty: none).
+        approval_timeout: seconds to wait for the client's approval answer.
+    """
+
+    root: Path = field(default_factory=Path.cwd)
+    tools: list[str] = field(default_factory=list)
+    builtins: bool = True
+    entry_points: bool = True
+    framing: Literal["auto", "lsp", "ndjson"] = "auto"
+    log_level: str = "warning"
+    timeout: float | None = 600.0
+    max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
+    max_threads: int = 256
+    page_size: int = 500
+    sandbox: SandboxSettings = field(default_factory=SandboxSettings)
+    approve: list[str] = field(default_factory=list)
+    approval_timeout: float = 120.0
+
+
+def _message_size(text: str) -> int:
+    """argparse type: a message size limit in bytes, at least 1 KiB."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number of bytes: {text!r}") from None
+    if value < 1024:
+        raise argparse.ArgumentTypeError(f"must be at least 1024 bytes, not {value}")
+    return value
+
+
+def build_parser(prog: str = "toolwire serve") -> argparse.ArgumentParser:
+    """The argument parser of ``toolwire serve``."""
+    p = argparse.ArgumentParser(
+        prog=prog,
+        description="Run the toolwire host: JSON-RPC 2.0 (MCP tool subset) on stdin/stdout.",
+    )
+    p.add_argument(
+        "--config",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="read settings from a toolwire.toml (command-line options win)",
+    )
+    p.add_argument("--root", type=Path, default=None, help="directory tools act in (default: cwd)")
+    p.add_argument(
+        "--tools",
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="FILE.py|MODULE",
+        help="load every @tool from these files or modules",
+    )
+    p.add_argument("--no-builtins", action="store_true", help="do not register built-in tools")
+    p.add_argument(
+        "--no-entry-points",
+        action="store_true",
+        help="do not load tools from the 'toolwire.tools' entry-point group",
+    )
+    p.add_argument(
+        "--framing",
+        choices=["auto", "lsp", "ndjson"],
+        default=None,
+        help="message framing (default: detect from the client's first bytes)",
+    )
+    p.add_argument(
+        "--log-level",
+        default=None,
+        choices=["debug", "info", "warning", "error", "critical"],
+        help="stderr log threshold (default: warning)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        help="default seconds a call may run; 0 for no limit (default: 600)",
+    )
+    p.add_argument(
+        "--max-message-size",
+        type=_message_size,
+        default=None,
+        help="largest accepted message in bytes (default: 64 MiB)",
+    )
+    p.add_argument("--max-threads", type=int, default=None, help="threads for sync tools")
+    p.add_argument("--page-size", type=int, default=None, help="tools per tools/list page")
+    p.add_argument(
+        "--sandbox",
+        choices=["auto", "bwrap", "none"],
+        default=None,
+        help="run tool processes in bubblewrap: auto (when it works here, else say so), "
+        "bwrap (refuse to start without it), none (default: auto)",
+    )
+    p.add_argument(
+        "--approve",
+        action="append",
+        default=None,
+        metavar="NAMES|destructive|all",
+        help="calls that need the client's approval: comma-separated tool names, "
+        "'destructive' (tools not annotated read-only) or 'all' (default: none)",
+    )
+    p.add_argument(
+        "--approval-timeout",
+        type=float,
+        default=None,
+        help="seconds to wait for the client's approval answer (default: 120)",
+    )
+    return p
+
+
+def config_from_args(ns: argparse.Namespace) -> HostConfig:
+    """Build a :class:`HostConfig` from parsed ``toolwire serve`` arguments.
+
+    Settings come from, in increasing priority: defaults, the ``--config`` file,
+    the command line.
+
+    Raises:
+        toolwire.host.config.ConfigError: the config file is unusable.
+        ValueError: a setting has an invalid value.
+    """
+    tables: dict[str, dict[str, Any]] = {"host": {}, "sandbox": {}, "approval": {}}
+    if getattr(ns, "config", None) is not None:
+        tables = load_config_file(ns.config)
+    host = dict(tables["host"])
+    known = set(HostConfig.__dataclass_fields__) - {"sandbox", "approve", "approval_timeout"}
+    unknown = set(host) - known
+    if unknown:
+        raise ValueError(f"unknown [host] settings: {sorted(unknown)}")
+
+    def pick(flag: Any, key: str, default: Any) -> Any:
+        if flag is not None:
+            return flag
+        return host.get(key, default)
+
+    timeout = pick(ns.timeout, "timeout", 600.0)
+    approve = ns.approve if ns.approve is not None else tables["approval"].get("policy", [])
+    if isinstance(approve, str):
+        approve = [approve]
+    approval_timeout = ns.approval_timeout
+    if approval_timeout is None:
+        approval_timeout = float(tables["approval"].get("timeout", 120.0))
+    return HostConfig(
+        root=Path(pick(ns.root, "root", Path.cwd())),
+        tools=list(host.get("tools", [])) + list(ns.tools),
+        builtins=not ns.no_builtins and bool(host.get("builtins", True)),
+        entry_points=not ns.no_entry_points and bool(host.get("entry_points", True)),
+        framing=pick(ns.framing, "framing", "auto"),
+        log_level=pick(ns.log_level, "log_level", "warning"),
+        timeout=float(timeout) if timeout and float(timeout) > 0 else None,
+        max_message_size=int(
+            pick(ns.max_message_size, "max_message_size", DEFAULT_MAX_MESSAGE_SIZE)
+        ),
+        max_threads=int(pick(ns.max_threads, "max_threads", 256)),
+        page_size=max(1, int(pick(ns.page_size, "page_size", 500))),
+        sandbox=SandboxSettings.from_table(tables["sandbox"], ns.sandbox),
+        approve=[name.strip() for item in approve for name in str(item).split(",") if name.strip()],
+        approval_timeout=approval_timeout,
+    )
+
+
+def take_over_stdio() -> tuple[int, int]:
+    """Move the protocol streams to private descriptors; returns ``(read_fd, write_fd)``.
+
+    Afterwards fd 1 and ``sys.stdout`` write to stderr, and fd 0 / ``sys.stdin`` read
+    /dev/null, so nothing but the host's writer reaches the protocol stream.
+    """
+    sys.stdout.flush()
+    proto_in = os.dup(0)
+    proto_out = os.dup(1)
+    os.dup2(2, 1)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    sys.stdout = sys.stderr
+    sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115 - lives for the process
+    return proto_in, proto_out
