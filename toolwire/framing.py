@@ -81,6 +81,9 @@ class Decoder(Protocol):
 
 
 _CONTENT_LENGTH_RE = re.compile(rb"content-length[ \t]*:", re.IGNORECASE)
+_PLAIN_HEADER = re.compile(rb"Content-Length: ?([0-9]{1,18})\r\n\r\n")
+"""The header block almost every peer sends, matched in one step (others take the
+general path: any case, other headers, LF-only lines)."""
 
 
 class ContentLengthDecoder:
@@ -149,6 +152,13 @@ class ContentLengthDecoder:
                     pos += 1
                 if pos >= n:
                     break
+                fast = _PLAIN_HEADER.match(src, pos)
+                if fast is not None:  # the usual lone "Content-Length: N" header
+                    length = int(fast.group(1))
+                    if length <= self.max_message_size:
+                        pos = fast.end()
+                        self._need = length
+                        continue
                 end, sep_len = _find_header_end(src, pos)
                 if end < 0:
                     if n - pos > MAX_HEADER_BLOCK:
