@@ -317,17 +317,49 @@ async def memory(c: RawClient) -> dict[str, float]:
     return {"idle_rss_MiB": idle, "peak_rss_MiB": peak}
 
 
-async def bench_server(server: Server, quick: bool) -> dict[str, float]:
-    out: dict[str, float] = {}
-    out |= await cold_start(server, 3 if quick else 7)
-    out |= await with_client(server, lambda c: sequential(c, 300 if quick else 2000))
-    out |= await with_client(server, lambda c: pipelined(c, 5000))
-    out |= await with_client(server, concurrent_sleeps)
+Scenario = Callable[[Server], Awaitable[dict[str, float]]]
+
+
+def scenarios(quick: bool) -> list[tuple[str, Scenario]]:
+    """Every scenario, as a function of the server it measures (spawned fresh)."""
+    seq_n = 300 if quick else 1000
+    out: list[tuple[str, Scenario]] = [
+        ("cold start", lambda srv: cold_start(srv, 1)),
+        ("sequential echo", lambda srv: with_client(srv, lambda c: sequential(c, seq_n))),
+        ("pipelined echo", lambda srv: with_client(srv, lambda c: pipelined(c, 5000))),
+        ("concurrent sleeps", lambda srv: with_client(srv, concurrent_sleeps)),
+    ]
     for n in (5, 39, 200):
-        out |= await with_client(server, lambda c, n=n: echo_under_blocking(c, n, 1000))
-    out |= await with_client(server, big_echo)
-    out |= await with_client(server, memory)
+        out.append(
+            (
+                f"echo with {n} blocking",
+                lambda srv, n=n: with_client(srv, lambda c: echo_under_blocking(c, n, 1000)),
+            )
+        )
+    out += [
+        ("5 MiB echo", lambda srv: with_client(srv, big_echo)),
+        ("memory", lambda srv: with_client(srv, memory)),
+    ]
     return out
+
+
+async def bench_all(quick: bool) -> dict[str, dict[str, float]]:
+    """Run every scenario on every server, the servers taking turns within each round
+    (A, B, C, A, B, C, ...), so a machine whose speed drifts affects all alike; each
+    figure is the median of its rounds."""
+    rounds = {"cold start": 3 if quick else 9}
+    samples: dict[str, dict[str, list[float]]] = {srv.label: {} for srv in SERVERS}
+    for name, scenario in scenarios(quick):
+        n = rounds.get(name, 1 if quick else 3)
+        print(f"  {name} ({n} rounds)", file=sys.stderr, flush=True)
+        for _ in range(n):
+            for srv in SERVERS:
+                for key, value in (await scenario(srv)).items():
+                    samples[srv.label].setdefault(key, []).append(value)
+    return {
+        label: {key: statistics.median(values) for key, values in figures.items()}
+        for label, figures in samples.items()
+    }
 
 
 # ----------------------------------------------------------------------------- report
@@ -409,10 +441,8 @@ def table(results: dict[str, dict[str, float]]) -> str:
 
 
 async def main_async(args: argparse.Namespace) -> None:
-    results: dict[str, dict[str, float]] = {}
-    for server in SERVERS:
-        print(f"benchmarking {server.label} ...", file=sys.stderr, flush=True)
-        results[server.label] = await bench_server(server, args.quick)
+    print("benchmarking " + ", ".join(srv.label for srv in SERVERS), file=sys.stderr)
+    results = await bench_all(args.quick)
     report = table(results)
     print(report)
     if args.out:
@@ -420,7 +450,9 @@ async def main_async(args: argparse.Namespace) -> None:
             "# Benchmark results\n\n"
             f"Machine: {machine()}.\n"
             f"Run: `make bench` on {time.strftime('%Y-%m-%d')}; every figure from one run, "
-            "each server spawned fresh per scenario and driven by the same raw client.\n"
+            "each server spawned fresh for every measurement and driven by the same raw client; "
+            "the servers take turns within each round and each figure is the median of its "
+            "rounds (9 for cold start, 3 for the rest).\n"
             "Ratios: for times and sizes, toolwire ÷ MCPServer (lower is better); "
             "for throughput, how many times more.\n\n" + report + "\n"
         )
