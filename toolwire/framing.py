@@ -154,10 +154,10 @@ class ContentLengthDecoder:
                     break
                 fast = _PLAIN_HEADER.match(src, pos)
                 if fast is not None:  # the usual lone "Content-Length: N" header
-                    length = int(fast.group(1))
-                    if length <= self.max_message_size:
+                    plain_length = int(fast.group(1))
+                    if plain_length <= self.max_message_size:
                         pos = fast.end()
-                        self._need = length
+                        self._need = plain_length
                         continue
                 end, sep_len = _find_header_end(src, pos)
                 if end < 0:
