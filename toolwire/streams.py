@@ -38,7 +38,33 @@ def _kind(fd: int) -> str:
     return "file"
 
 
-class FdReceiveStream(ByteReceiveStream):
+class _FdStream:
+    """Owns a descriptor: pipes and sockets are switched to non-blocking mode (and
+    switched back on close); terminals and files are left as they are."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._kind = _kind(fd)
+        self._closed = False
+        self._restore_blocking = False
+        if self._kind == "pipe" and os.get_blocking(fd):
+            os.set_blocking(fd, False)
+            self._restore_blocking = True
+
+    async def aclose(self) -> None:
+        """Close the descriptor (restoring blocking mode first when we changed it)."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if self._restore_blocking:
+                os.set_blocking(self._fd, True)
+            os.close(self._fd)
+        except OSError:
+            pass
+
+
+class FdReceiveStream(_FdStream, ByteReceiveStream):
     """Receive bytes from a file descriptor without a thread hop.
 
     Args:
@@ -49,15 +75,6 @@ class FdReceiveStream(ByteReceiveStream):
         anyio.EndOfStream: the writer closed its end.
         anyio.ClosedResourceError: this stream was closed.
     """
-
-    def __init__(self, fd: int) -> None:
-        self._fd = fd
-        self._kind = _kind(fd)
-        self._closed = False
-        self._restore_blocking = False
-        if self._kind == "pipe" and os.get_blocking(fd):
-            os.set_blocking(fd, False)
-            self._restore_blocking = True
 
     async def receive(self, max_bytes: int = READ_CHUNK) -> bytes:
         """Return the next available bytes (at most ``max_bytes``)."""
@@ -79,20 +96,8 @@ class FdReceiveStream(ByteReceiveStream):
                 raise anyio.EndOfStream
             return data
 
-    async def aclose(self) -> None:
-        """Close the descriptor (restoring blocking mode first when we changed it)."""
-        if self._closed:
-            return
-        self._closed = True
-        try:
-            if self._restore_blocking:
-                os.set_blocking(self._fd, True)
-            os.close(self._fd)
-        except OSError:
-            pass
 
-
-class FdSendStream(ByteSendStream):
+class FdSendStream(_FdStream, ByteSendStream):
     """Send bytes to a file descriptor without a thread hop.
 
     Args:
@@ -103,15 +108,6 @@ class FdSendStream(ByteSendStream):
         anyio.BrokenResourceError: the reader went away (EPIPE) or another I/O error.
         anyio.ClosedResourceError: this stream was closed.
     """
-
-    def __init__(self, fd: int) -> None:
-        self._fd = fd
-        self._kind = _kind(fd)
-        self._closed = False
-        self._restore_blocking = False
-        if self._kind == "pipe" and os.get_blocking(fd):
-            os.set_blocking(fd, False)
-            self._restore_blocking = True
 
     async def send(self, item: bytes) -> None:
         """Write all of ``item``, waiting for the reader when the pipe is full."""
@@ -127,15 +123,3 @@ class FdSendStream(ByteSendStream):
             except OSError as exc:
                 raise anyio.BrokenResourceError from exc
             view = view[n:]
-
-    async def aclose(self) -> None:
-        """Close the descriptor (restoring blocking mode first when we changed it)."""
-        if self._closed:
-            return
-        self._closed = True
-        try:
-            if self._restore_blocking:
-                os.set_blocking(self._fd, True)
-            os.close(self._fd)
-        except OSError:
-            pass
