@@ -1,10 +1,9 @@
-"""``toolwire serve``: run the host on stdio.
+"""``toolwire serve``: the host serving one connection on stdio (:func:`run_host`).
 
-Start-up order matters for stdout hygiene: the protocol's stdin/stdout are moved to
-private descriptors *before* any tool module is imported, fd 1 and ``sys.stdout``
-are pointed at stderr, and fd 0 at /dev/null. A ``print()`` in tool code, a C
-extension writing to fd 1, or a child process inheriting fd 1 therefore lands on
-stderr, never in the protocol stream.
+The process around it — options, taking over stdin/stdout before any tool module is
+imported (so a ``print()`` in tool code, a C extension writing to fd 1, or a child
+inheriting fd 1 lands on stderr, never in the protocol stream), the sandbox probe and
+the exit path — is :mod:`toolwire.host.launch`.
 """
 
 from __future__ import annotations
