@@ -47,12 +47,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     set_subreaper()
     code = 0
+    probe: concurrent.futures.Future[Sandbox] = concurrent.futures.Future()
+    probe_started = False
     try:
         if not config.root.is_dir():
             raise SystemExit(f"toolwire serve: --root {config.root} is not a directory")
         # Probing bubblewrap means starting a process (tens of ms): do it in a thread
         # while the host's modules import and the tools load; wait for it before serving.
-        probe: concurrent.futures.Future[Sandbox] = concurrent.futures.Future()
 
         def resolve() -> None:
             try:
@@ -61,6 +62,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 probe.set_exception(exc)
 
         threading.Thread(target=resolve, name="sandbox-probe", daemon=True).start()
+        probe_started = True
         import anyio
 
         from .serve import EXIT_GRACE, build_registry, run_host
@@ -90,6 +92,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         log.exception("host failed: %s", exc)
         code = 1
     finally:
+        # A start-up that fails while the probe is still starting its process must not
+        # leave that process behind: let the probe finish (it has its own timeout), then
+        # end every descendant.
+        if probe_started and not probe.done():
+            concurrent.futures.wait([probe], timeout=5)
         kill_descendants()
         logging.shutdown()
         sys.stderr.flush()
