@@ -16,7 +16,6 @@ call's start, progress and end, and the batch's progress; nothing after the resp
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +24,7 @@ import anyio
 from toolwire.constants import TERMINATE_META_KEY
 from toolwire.errors import INVALID_PARAMS, JsonRpcError
 from toolwire.messages import RequestId, is_valid_id
-from toolwire.session import RequestContext
+from toolwire.session import RequestContext, progress_accepted
 
 from .context import ToolContext
 from .hooks import ToolCall
@@ -123,10 +122,6 @@ def parse_batch(params: Any) -> tuple[list[BatchCall], bool, str | None]:
     return out, mode == "sequential", stop_reason
 
 
-def _finite(value: Any) -> bool:
-    return type(value) in (int, float) and math.isfinite(value)
-
-
 class _CallProgress:
     """Stands in for a call's request context: its progress becomes ``callProgress``."""
 
@@ -141,9 +136,7 @@ class _CallProgress:
     def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None
     ) -> bool:
-        if self.done or (self._last is not None and not progress > self._last):
-            return False
-        if not _finite(progress) or (total is not None and not _finite(total)):
+        if self.done or not progress_accepted(self._last, progress, total):
             return False
         self._last = progress
         params: dict[str, Any] = {"callId": self._call_id, "progress": progress}

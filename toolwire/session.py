@@ -106,6 +106,15 @@ def _finite_number(value: Any) -> bool:
     return type(value) in (int, float) and math.isfinite(value)
 
 
+def progress_accepted(last: float | None, progress: Any, total: Any = None) -> bool:
+    """Whether a progress report may be sent after ``last`` (MCP 2025-11-25 "Progress"):
+    ``progress`` (and ``total``, when given) are finite numbers — JSON has no NaN or
+    infinity — and ``progress`` exceeds ``last``, as values must strictly increase."""
+    if not _finite_number(progress) or (total is not None and not _finite_number(total)):
+        return False
+    return last is None or progress > last
+
+
 class RequestContext:
     """What a request handler knows about the request it is serving.
 
@@ -193,10 +202,7 @@ class RequestContext:
         """
         if self.progress_token is None or self._done or self.cancelled_by is not None:
             return False
-        if not _finite_number(progress) or (total is not None and not _finite_number(total)):
-            return False  # JSON has no NaN or infinity; progress must be a number
-        last = self._last_progress
-        if last is not None and not progress > last:
+        if not progress_accepted(self._last_progress, progress, total):
             return False
         self._last_progress = progress
         params: dict[str, Any] = {"progressToken": self.progress_token, "progress": progress}
