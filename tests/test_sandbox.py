@@ -17,11 +17,10 @@ from toolwire.host.sandbox import (
 )
 
 from tests.hostproc import HostProcess
+from tests.sandbox_support import require_sandbox
 
 BWRAP = resolve_sandbox(SandboxSettings())
-needs_bwrap = pytest.mark.skipif(
-    not BWRAP.active, reason=f"bubblewrap cannot run here: {BWRAP.reason}"
-)
+needs_bwrap = pytest.mark.usefixtures("sandbox_required")
 
 
 @pytest.mark.parametrize(
@@ -102,9 +101,11 @@ def test_mode_none_is_inactive_and_passes_the_environment() -> None:
     assert sb.environment({"GITHUB_TOKEN": "x"}, {"A": "b"}) == {"GITHUB_TOKEN": "x", "A": "b"}
 
 
-def test_missing_bwrap_auto_falls_back_and_bwrap_refuses(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PATH", "/nonexistent")
-    sb = resolve_sandbox(SandboxSettings(mode="auto"))
+NO_BWRAP = "/nonexistent/bwrap"
+
+
+def test_missing_bwrap_auto_falls_back_and_bwrap_refuses() -> None:
+    sb = resolve_sandbox(SandboxSettings(mode="auto", bwrap=NO_BWRAP))
     assert not sb.active
     assert "not installed" in sb.reason and "apt-get install bubblewrap" in sb.reason
     assert sb.describe().startswith("WARNING: commands run UNSANDBOXED")
@@ -113,7 +114,7 @@ def test_missing_bwrap_auto_falls_back_and_bwrap_refuses(monkeypatch: pytest.Mon
         "PATH": "/x"
     }
     with pytest.raises(SandboxUnavailable, match="not installed"):
-        resolve_sandbox(SandboxSettings(mode="bwrap"))
+        resolve_sandbox(SandboxSettings(mode="bwrap", bwrap=NO_BWRAP))
 
 
 def _clamp(key: str, value: int) -> int:
@@ -126,9 +127,13 @@ def _clamp(key: str, value: int) -> int:
 
 
 def _host_without_bwrap(tmp_path: Path, mode: str) -> HostProcess:
+    root = tmp_path / "root"
+    root.mkdir()
+    cfg = tmp_path / "toolwire.toml"
+    cfg.write_text(f'[sandbox]\nbwrap = "{NO_BWRAP}"\n')
     return HostProcess(
-        ["--root", str(tmp_path), "--sandbox", mode],
-        env={"PATH": "/nonexistent", "TOOLWIRE_TEST_SECRET": "hunter2"},
+        ["--root", str(root), "--sandbox", mode, "--config", str(cfg)],
+        env={"TOOLWIRE_TEST_SECRET": "hunter2"},
     )
 
 
@@ -257,8 +262,7 @@ def test_signal_death_is_explained(tmp_path: Path) -> None:
 
 
 def test_home_outside_the_sandbox_becomes_tmp() -> None:
-    if not BWRAP.active:
-        pytest.skip(f"bubblewrap cannot run here: {BWRAP.reason}")
+    require_sandbox()
     env = BWRAP.environment({"HOME": "/definitely/not/mounted", "PATH": os.defpath})
     assert env["HOME"] == "/tmp"
 
@@ -338,18 +342,15 @@ def test_custom_tools_get_the_same_rules_through_ctx_env(tmp_path: Path) -> None
         assert int(text.split(":")[1].split()[0]) < 10
 
 
-def test_bwrap_that_cannot_run_is_found_out_by_really_trying(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_bwrap_that_cannot_run_is_found_out_by_really_trying(tmp_path: Path) -> None:
     # An installed bubblewrap that the kernel or a container stops (user namespaces
     # off, seccomp): resolution runs it once and reports its own error.
     fake = tmp_path / "bwrap"
     fake.write_text("#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n")
     fake.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
-    sb = resolve_sandbox(SandboxSettings(mode="auto"))
+    sb = resolve_sandbox(SandboxSettings(mode="auto", bwrap=str(fake)))
     assert not sb.active
     assert f"bubblewrap ({fake}) cannot run here: bwrap: setting up uid map" in sb.reason
     assert "user namespaces" in sb.reason  # what to do about it
     with pytest.raises(SandboxUnavailable, match="setting up uid map"):
-        resolve_sandbox(SandboxSettings(mode="bwrap"))
+        resolve_sandbox(SandboxSettings(mode="bwrap", bwrap=str(fake)))

@@ -21,6 +21,7 @@ import pytest
 from toolwire.host.sandbox import SandboxSettings, resolve_sandbox
 
 from tests.hostproc import HostProcess
+from tests.sandbox_support import require_sandbox
 from toolwire.models import DETAILS_META_KEY
 
 SECRET = "s3cr3t-" + secrets.token_hex(8)
@@ -29,7 +30,7 @@ SECRET = "s3cr3t-" + secrets.token_hex(8)
 OUTSIDE_TOKEN = "outside-" + secrets.token_hex(8)
 
 _SB = resolve_sandbox(SandboxSettings())
-needs_bwrap = pytest.mark.skipif(not _SB.active, reason=f"bubblewrap cannot run here: {_SB.reason}")
+needs_bwrap = pytest.mark.usefixtures("sandbox_required")
 
 
 class World:
@@ -105,8 +106,7 @@ def files_host(world: World) -> Iterator[HostProcess]:
 def box(world: World) -> Iterator[HostProcess]:
     """A sandboxed host with small limits and a secret in its environment, which its
     configuration even tries to pass on."""
-    if not _SB.active:
-        pytest.skip(f"bubblewrap cannot run here: {_SB.reason}")
+    require_sandbox()
     h, _ = _host(
         world,
         "[sandbox]\n"
