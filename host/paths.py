@@ -190,11 +190,14 @@ def _resolve_beneath(root: str, candidate: str, shown: str) -> str:
     """``os.path.realpath(candidate)``, refusing a symlink that lies inside ``root`` and
     whose own real target lies outside it.
 
-    Symlinks outside the root (on the way to it) are followed freely; the caller checks
-    that the final path is inside. Missing components resolve by name, as realpath does.
+    Symlinks outside the root (on the way to it) are followed, except those of the
+    proc filesystem (``/proc/self``, ``/proc/<pid>/cwd`` and the like), which are
+    refused; the caller checks that the final path is inside. Missing components
+    resolve by name, as realpath does.
 
     Raises:
-        PathError: such a symlink, or more than :data:`_MAX_SYMLINKS` symlinks.
+        PathError: such a symlink, a proc symlink outside the root, or more than
+            :data:`_MAX_SYMLINKS` symlinks.
     """
     pending = list(reversed(candidate.split("/")))
     current = "/"
@@ -215,11 +218,17 @@ def _resolve_beneath(root: str, candidate: str, shown: str) -> str:
         if not stat.S_ISLNK(st.st_mode):
             current = nxt
             continue
+        inside = is_inside(current, root)
+        if not inside and st.st_dev == _proc_dev():
+            # /proc/<pid>/cwd, /fd/<n>, /root, /exe and /proc/self: links into other
+            # processes' views (RESOLVE_NO_MAGICLINKS). Following them by name would
+            # let answers tell where another process's directory or files are.
+            raise _outside(shown)
         links += 1
         if links > _MAX_SYMLINKS:
             raise PathError(f"Path {shown!r} has too many levels of symbolic links")
         target = os.readlink(nxt)
-        if is_inside(current, root):
+        if inside:
             real_target = os.path.realpath(nxt)
             if not is_inside(real_target, root):
                 where = os.path.relpath(nxt, root)
@@ -231,6 +240,15 @@ def _resolve_beneath(root: str, candidate: str, shown: str) -> str:
             current = "/"
         pending.extend(reversed(target.split("/")))
     return current
+
+
+@functools.lru_cache(maxsize=1)
+def _proc_dev() -> int:
+    """The device number of the proc filesystem (-1 without one)."""
+    try:
+        return os.stat("/proc/self").st_dev
+    except OSError:
+        return -1
 
 
 # ------------------------------------------------------------------ descriptors

@@ -385,11 +385,13 @@ def test_refusals_never_tell_where_a_path_outside_the_root_leads(
         f"/proc/{pid}/cwd/held.txt",
         f"/proc/{pid}/fd/{fd}",
         f"/proc/{pid}/root/etc/hostname",
+        f"/proc/{pid}/cwd/../root/inside.txt",  # back into the root: an oracle on cwd
+        "/proc/self/cwd/inside.txt",
         "lead/.x",
         "lead/held.txt",
         "lead",
     ]
-    with HostProcess(["--root", str(root), "--sandbox", "none"]) as h:
+    with HostProcess(["--root", str(root), "--sandbox", "none"], cwd=root) as h:
         h.initialize()
         for p in paths:
             for tool, args in [
