@@ -227,7 +227,11 @@ def _resolve_beneath(root: str, candidate: str, shown: str) -> str:
         links += 1
         if links > _MAX_SYMLINKS:
             raise PathError(f"Path {shown!r} has too many levels of symbolic links")
-        target = os.readlink(nxt)
+        try:
+            target = os.readlink(nxt)
+        except OSError:  # removed or replaced meanwhile: resolve it by name
+            current = nxt
+            continue
         if inside:
             real_target = os.path.realpath(nxt)
             if not is_inside(real_target, root):
