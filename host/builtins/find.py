@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import stat
 from typing import Annotated, Any
 
 import anyio
 
 from ..context import ToolContext
 from ..hints import Param
+from ..paths import PathError, stat_beneath
 from ..results import ToolError, ToolResult
 from ..runner import RunResult, run_in_env
 from ..truncate import MAX_BYTES, format_size, truncate_head
@@ -37,7 +39,13 @@ async def find(
         raise ToolError("ripgrep (rg) is not installed; find needs it")
     real = ctx.env.resolve(path, must_exist=True)
     shown = display_path(real, ctx.env.cwd)
-    if not real.is_dir():
+    try:
+        is_dir = stat.S_ISDIR(stat_beneath(ctx.env.root, real, shown=shown).st_mode)
+    except PathError as exc:
+        raise ToolError(str(exc)) from None
+    except OSError as exc:
+        raise ToolError(f"Cannot search {shown}: {exc.strerror or type(exc).__name__}") from None
+    if not is_dir:
         raise ToolError(f"Not a directory: {shown}")
     try:
         matcher = GlobMatcher(pattern)

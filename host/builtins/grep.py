@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import stat
 from pathlib import Path
 from typing import Annotated, Any
@@ -14,6 +13,7 @@ import anyio.to_thread
 
 from ..context import ToolContext
 from ..hints import Param
+from ..paths import PathError, stat_beneath
 from ..results import ToolError, ToolResult
 from ..runner import RunResult, run_in_env
 from ..truncate import GREP_MAX_LINE_CHARS, MAX_BYTES, format_size, truncate_head, truncate_line
@@ -105,9 +105,11 @@ async def grep(
         except ValueError as exc:
             raise ToolError(f"Invalid glob: {exc}") from None
     try:
-        mode = os.stat(real).st_mode
+        mode = stat_beneath(ctx.env.root, real, shown=path).st_mode
+    except PathError as exc:
+        raise ToolError(str(exc)) from None
     except OSError as exc:
-        raise ToolError(f"Cannot search {path}: {exc.strerror or exc}") from None
+        raise ToolError(f"Cannot search {path}: {exc.strerror or type(exc).__name__}") from None
     single_file = not stat.S_ISDIR(mode)
     if single_file and not stat.S_ISREG(mode):
         # ripgrep would block reading a FIFO or read a device forever.

@@ -10,6 +10,7 @@ import anyio.to_thread
 
 from ..context import ToolContext
 from ..hints import Param
+from ..paths import PathError, open_directory
 from ..results import ToolError, ToolResult
 from ._common import builtin_tool, check_opened_inside, display_path
 
@@ -19,20 +20,27 @@ __all__ = ["list_directory", "ls"]
 def list_directory(path: str, shown: str, within: Path | None = None) -> list[str]:
     """Entry names of ``path``, dotfiles included, sorted case-insensitively, with
     ``/`` after directories (a symlink to a directory counts as one). Entries that
-    cannot be examined are left out. The directory is opened first and, with
-    ``within`` (the root), the opened directory's real path must lie inside it.
+    cannot be examined are left out. With ``within`` (the root), ``path`` is a real
+    path inside it (as :func:`toolwire.host.paths.resolve_path` gives it), opened
+    relative to a descriptor of the root without following any symlink
+    (:func:`toolwire.host.paths.open_directory`).
 
     Raises:
         ToolError: missing, not a directory, unreadable, or outside ``within``.
     """
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        if within is None:
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        else:
+            fd = open_directory(within, Path(path), shown=shown, listable=True)
+    except PathError as exc:
+        raise ToolError(str(exc)) from None
     except FileNotFoundError:
         raise ToolError(f"Path not found: {shown}") from None
     except NotADirectoryError:
         raise ToolError(f"Not a directory: {shown}; use read for files") from None
     except OSError as exc:
-        raise ToolError(f"Cannot list {shown}: {exc.strerror or exc}") from None
+        raise ToolError(f"Cannot list {shown}: {exc.strerror or type(exc).__name__}") from None
     try:
         check_opened_inside(fd, within, shown)
         names: list[str] = []
@@ -44,7 +52,7 @@ def list_directory(path: str, shown: str, within: Path | None = None) -> list[st
                     continue
                 names.append(e.name + "/" if is_dir else e.name)
     except OSError as exc:
-        raise ToolError(f"Cannot list {shown}: {exc.strerror or exc}") from None
+        raise ToolError(f"Cannot list {shown}: {exc.strerror or type(exc).__name__}") from None
     finally:
         os.close(fd)
     names.sort(key=lambda n: (n.casefold(), n))

@@ -8,6 +8,7 @@ import anyio.to_thread
 
 from ..context import ToolContext
 from ..hints import Param
+from ..paths import resolve_write_path
 from ..results import ToolError, ToolResult
 from ._common import atomic_write, builtin_tool, display_path
 
@@ -23,8 +24,9 @@ async def write(
     """Write a file: create it (and its parent directories) or replace its whole content.
 
     The replacement is atomic: the file holds either the old or the new content.
+    A path ending in '/' names a directory and is refused.
     """
-    real = ctx.env.resolve(path)
+    real = resolve_write_path(ctx.env, path)
     shown = display_path(real, ctx.env.cwd)
     try:
         data = content.encode("utf-8")
