@@ -309,7 +309,9 @@ def test_per_command_cgroup_is_removed() -> None:
     with tempfile.TemporaryDirectory() as root:
         w = BWRAP.wrap(["/bin/sh", "-c", "sleep 30 & echo ok"], root=root, cwd=root, env={})
         assert w.cgroup is not None and os.path.isdir(w.cgroup)
-        out = subprocess.run(w.argv, env=w.env, capture_output=True, check=True).stdout
+        out = subprocess.run(
+            w.argv, env=w.env, capture_output=True, check=True, pass_fds=w.pass_fds
+        ).stdout
         assert out == b"ok\n"
         Sandbox.cleanup(w)
         deadline = time.monotonic() + 10
