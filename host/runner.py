@@ -270,16 +270,12 @@ class CommandSlots:
                 event.set()
 
 
-_slots: dict[int, CommandSlots] = {}
-
-
 def command_slots(sandbox: Sandbox) -> CommandSlots:
     """The :class:`CommandSlots` shared by every command run in ``sandbox`` (one per
-    host: the host resolves one sandbox)."""
-    key = id(sandbox)
-    slots = _slots.get(key)
-    if slots is None or slots.limit != sandbox.settings.max_commands:
-        slots = _slots[key] = CommandSlots(sandbox.settings.max_commands)
+    host: the host resolves one sandbox), kept on the sandbox itself."""
+    slots = sandbox.command_slots
+    if not isinstance(slots, CommandSlots):
+        slots = sandbox.command_slots = CommandSlots(sandbox.settings.max_commands)
     return slots
 
 

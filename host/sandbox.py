@@ -529,6 +529,9 @@ class Sandbox:
     _etc_masks: list[tuple[str, str, str]] = field(default_factory=list)
     _proc_ops: list[tuple[str, str, str]] = field(default_factory=list)
     _install_dirs: list[str] = field(default_factory=list)
+    command_slots: Any = field(default=None, repr=False, compare=False)
+    """The runner's :class:`toolwire.host.runner.CommandSlots` for this sandbox (made
+    on first use): ``max_commands`` is counted per sandbox, that is per host."""
 
     def bwrap_summary(self) -> str:
         """Which bubblewrap runs the commands, e.g. ``bundled bubblewrap
