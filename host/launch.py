@@ -74,6 +74,9 @@ def main(argv: Sequence[str] | None = None) -> None:
             raise SystemExit(f"toolwire serve: {exc}; refusing to run unsandboxed") from None
         if not sandbox.active and config.sandbox.mode != "none":
             log.warning("%s", sandbox.describe())
+        elif sandbox.active and log.isEnabledFor(logging.WARNING):
+            # The start-up banner: which bubblewrap runs the commands.
+            print(f"toolwire serve: {sandbox.banner()}", file=sys.stderr, flush=True)
         code = anyio.run(
             functools.partial(run_host, exit_grace=EXIT_GRACE, sandbox=sandbox),
             config,

@@ -23,6 +23,9 @@ cannot leave the sandbox's PID namespace, which ends with the command: everythin
 in it is killed by the kernel. Unsandboxed, the host's exit handler
 (:func:`toolwire.host.procs.kill_descendants`) still ends it.
 
+At most ``[sandbox] max_commands`` commands run at once per sandbox (that is, per
+host): :class:`CommandSlots`.
+
 Tools call :func:`run_in_env`, which applies the tool environment's sandbox and
 environment rules; :func:`run_command` is the lower layer.
 """
@@ -37,12 +40,13 @@ import secrets
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from .results import ToolError
 from .sandbox import Sandbox, child_pid_from_info
 
 if TYPE_CHECKING:
@@ -50,6 +54,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MARKER_ENV",
+    "CommandLimitReached",
+    "CommandSlots",
     "RunResult",
     "kill_marked",
     "marked_processes",
@@ -202,6 +208,77 @@ def _decode_status(status: int) -> tuple[int | None, int | None]:
     return None, None
 
 
+class CommandLimitReached(ToolError):
+    """No command slot became free within the command's timeout (see
+    :class:`CommandSlots`)."""
+
+
+class CommandSlots:
+    """The host-wide cap on commands running at once (``[sandbox] max_commands``).
+
+    A command beyond the cap waits for a running one to end; the wait counts against
+    its own timeout and ends on cancellation. Not thread-safe: used from the host's
+    one event loop. Waiters are kept as events created at wait time, so the object
+    is not tied to an event loop.
+
+    Args:
+        limit: most commands at once; 0 for no limit.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.running = 0
+        self._waiters: list[anyio.Event] = []
+
+    @contextlib.asynccontextmanager
+    async def hold(self, timeout: float | None) -> AsyncIterator[float]:
+        """Hold a slot while the block runs; yields the seconds spent waiting for it.
+
+        Raises:
+            CommandLimitReached: ``timeout`` seconds (None or <= 0: no bound) passed
+                before a slot became free.
+        """
+        started = time.monotonic()
+        if self.limit > 0:
+            deadline = None if timeout is None or timeout <= 0 else started + timeout
+            while self.running >= self.limit:
+                event = anyio.Event()
+                self._waiters.append(event)
+                try:
+                    left = None if deadline is None else deadline - time.monotonic()
+                    with anyio.move_on_after(left):
+                        await event.wait()
+                finally:
+                    with contextlib.suppress(ValueError):
+                        self._waiters.remove(event)
+                late = deadline is not None and time.monotonic() >= deadline
+                if late and self.running >= self.limit:
+                    raise CommandLimitReached(
+                        f"{self.running} commands are already running, the most this "
+                        f"host allows at once ([sandbox] max_commands = {self.limit}); "
+                        f"none ended within this command's timeout of {timeout:g} s"
+                    )
+        self.running += 1
+        try:
+            yield time.monotonic() - started
+        finally:
+            self.running -= 1
+            # Wake every waiter: each re-checks, so a waiter cancelled after being
+            # woken never swallows the wake-up another one needed.
+            waiters, self._waiters = self._waiters, []
+            for event in waiters:
+                event.set()
+
+
+def command_slots(sandbox: Sandbox) -> CommandSlots:
+    """The :class:`CommandSlots` shared by every command run in ``sandbox`` (one per
+    host: the host resolves one sandbox), kept on the sandbox itself."""
+    slots = sandbox.command_slots
+    if not isinstance(slots, CommandSlots):
+        slots = sandbox.command_slots = CommandSlots(sandbox.settings.max_commands)
+    return slots
+
+
 async def run_command(
     argv: Sequence[str],
     *,
@@ -220,12 +297,13 @@ async def run_command(
         env: the complete environment (default: the host's); the run's marker
             variable is added to it.
         timeout: seconds before the process and everything it started are killed;
-            None or <= 0 for no limit.
+            None or <= 0 for no limit. With a sandbox, the time spent waiting for a
+            command slot (:class:`CommandSlots`) counts against it.
         on_output: called with each decoded chunk of merged stdout/stderr, in order;
             may be ``async``. It may cancel an enclosing anyio scope to stop the run
             early (the process is then killed as on any cancellation).
-        sandbox: run inside this sandbox (see :meth:`Sandbox.wrap`); None to run
-            directly.
+        sandbox: run inside this sandbox (see :meth:`Sandbox.wrap`), holding one of
+            its ``max_commands`` slots; None to run directly.
         root: the directory the sandbox mounts read-write (default: ``cwd``).
 
     Returns:
@@ -235,8 +313,36 @@ async def run_command(
         FileNotFoundError: the program or the cwd does not exist.
         PermissionError: the program is not executable.
         OSError: the process could not be started.
+        CommandLimitReached: no command slot became free within ``timeout``.
         anyio cancellation: re-raised after the process tree is ended.
     """
+    if sandbox is None:
+        return await _run_command(argv, cwd=cwd, env=env, timeout=timeout, on_output=on_output)
+    async with command_slots(sandbox).hold(timeout) as waited:
+        if timeout is not None and timeout > 0:
+            timeout = max(timeout - waited, 0.001)
+        return await _run_command(
+            argv,
+            cwd=cwd,
+            env=env,
+            timeout=timeout,
+            on_output=on_output,
+            sandbox=sandbox,
+            root=root,
+        )
+
+
+async def _run_command(
+    argv: Sequence[str],
+    *,
+    cwd: str | os.PathLike[str],
+    env: Mapping[str, str] | None = None,
+    timeout: float | None = None,
+    on_output: OutputCallback | None = None,
+    sandbox: Sandbox | None = None,
+    root: str | os.PathLike[str] | None = None,
+) -> RunResult:
+    """The body of :func:`run_command` (which holds the command slot)."""
     started = time.monotonic()
     marker = secrets.token_hex(16)
     full_env = dict(os.environ if env is None else env)
@@ -279,6 +385,8 @@ async def run_command(
         os.close(write_fd)
         if info_w >= 0:
             os.close(info_w)
+        if sandbox is not None:
+            wrapped.close_fds()
     pid = proc.pid
     os.set_blocking(read_fd, False)
     pidfd: int | None = None

