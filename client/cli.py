@@ -305,6 +305,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``toolwire`` command line; returns the exit code (``serve`` never returns)."""
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] == "serve":
+        # A console script runs with its bin directory first on sys.path (inside the
+        # root when the project holds the venv): clean the path before any import.
+        from toolwire.host.importpath import scrub_at_entry
+
+        scrub_at_entry(args[1:])
         from toolwire.host.launch import main as serve_main
 
         serve_main(args[1:])
