@@ -16,7 +16,7 @@ from typing import Any
 from toolwire import __version__
 from toolwire.constants import LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
 from toolwire.errors import INVALID_PARAMS, INVALID_REQUEST, REQUEST_TIMEOUT, JsonRpcError
-from toolwire.session import RequestContext, Session
+from toolwire.session import PARAMS_NOT_AN_OBJECT, RequestContext, Session
 
 from .approval import APPROVE_METHOD, ApprovalDecision, ApprovalPolicy, parse_answer
 from .batch import run_batch
@@ -267,5 +267,5 @@ def _object_params(params: Any) -> dict[str, Any]:
     if params is None:
         return {}
     if type(params) is not dict:
-        raise JsonRpcError(INVALID_PARAMS, "params must be an object")
+        raise JsonRpcError(INVALID_PARAMS, PARAMS_NOT_AN_OBJECT)
     return params

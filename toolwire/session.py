@@ -4,6 +4,8 @@ One :class:`Session` serves one connection, in either direction (the host and th
 client both use it). It owns:
 
 * the read loop: framing detection, decoding, envelope validation, error replies;
+* one rule for array params: ``[]`` reaches every handler as ``{}``, a non-empty array
+  is refused with -32602 "params must be an object" (:data:`PARAMS_NOT_AN_OBJECT`);
 * concurrent dispatch: inbound requests run in worker tasks of one anyio task group,
   one request per task at a time, each under its own cancel scope; whenever a request
   is taken while others wait and no worker is free, another worker task starts, so a
@@ -36,6 +38,7 @@ from . import _json
 from .errors import (
     CONNECTION_CLOSED,
     INTERNAL_ERROR,
+    INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
     PARSE_ERROR,
@@ -63,6 +66,7 @@ from .messages import (
 )
 
 __all__ = [
+    "PARAMS_NOT_AN_OBJECT",
     "NotificationHandler",
     "RequestContext",
     "RequestHandler",
@@ -84,6 +88,16 @@ _MAX_PARKED_WORKERS = 32
 
 _FLUSH_JOIN_LIMIT = 64 * 1024
 """Frames are joined into one write while the batch stays under this many bytes."""
+
+
+PARAMS_NOT_AN_OBJECT = "params must be an object"
+"""The -32602 message for a request whose ``params`` is a non-empty array.
+
+Every method toolwire serves or calls (MCP, the LSP lifecycle, toolwire's own) takes its
+params by name, as an object. JSON-RPC 2.0 §4.2 also allows an array (by position); an
+*empty* array carries no argument at all and is what some clients send for "no params"
+(Neovim's Lua encodes an empty table as ``[]``), so it is handed to every handler as
+``{}``. A non-empty array is refused with this message before any handler runs."""
 
 
 def is_stray_cancellation() -> bool:
@@ -661,11 +675,21 @@ class Session:
             )
             return
         inline = self.inline_request_handlers.get(req.method)
+        handler = self.request_handlers.get(req.method) if inline is None else None
+        params = req.params
+        if (inline is not None or handler is not None) and type(params) is list:
+            if params:
+                self._reply(
+                    batch,
+                    error_response(req.id, JsonRpcError(INVALID_PARAMS, PARAMS_NOT_AN_OBJECT)),
+                )
+                return
+            params = {}
         if inline is not None:
-            ctx = RequestContext(self, req.id, req.method, req.params, batch)
+            ctx = RequestContext(self, req.id, req.method, params, batch)
             ctx._done = True
             try:
-                reply = {"jsonrpc": "2.0", "id": req.id, "result": inline(req.params, ctx)}
+                reply = {"jsonrpc": "2.0", "id": req.id, "result": inline(params, ctx)}
             except JsonRpcError as exc:
                 reply = error_response(req.id, exc)
             except Exception:
@@ -673,7 +697,6 @@ class Session:
                 reply = error_response(req.id, JsonRpcError(INTERNAL_ERROR, "Internal error"))
             self._reply(batch, reply)
             return
-        handler = self.request_handlers.get(req.method)
         if handler is None:
             if self.unknown_method_handler is not None:
                 err = self.unknown_method_handler(req.method)
@@ -683,9 +706,9 @@ class Session:
                 )
             self._reply(batch, error_response(req.id, err))
             return
-        ctx = RequestContext(self, req.id, req.method, req.params, batch)
+        ctx = RequestContext(self, req.id, req.method, params, batch)
         self._in_flight[req.id] = ctx
-        self._jobs.append((handler, req.params, ctx))
+        self._jobs.append((handler, params, ctx))
         if self._parked:
             self._ready += 1
             self._parked.popleft().set()
@@ -779,6 +802,13 @@ class Session:
     def _dispatch_notification(self, note: Notification) -> None:
         method = note.method
         params = note.params
+        if type(params) is list:
+            if params:
+                log.warning(
+                    "%s: ignoring notification %s: %s", self.name, method, PARAMS_NOT_AN_OBJECT
+                )
+                return
+            params = {}
         if method == "notifications/cancelled":
             if type(params) is dict:
                 rid = params.get("requestId")
