@@ -67,6 +67,7 @@ from .messages import (
 
 __all__ = [
     "PARAMS_NOT_AN_OBJECT",
+    "Deferred",
     "NotificationHandler",
     "RequestContext",
     "RequestHandler",
@@ -88,6 +89,10 @@ _MAX_PARKED_WORKERS = 32
 
 _FLUSH_JOIN_LIMIT = 64 * 1024
 """Frames are joined into one write while the batch stays under this many bytes."""
+
+ABORT_WAIT = 1.0
+"""Seconds :meth:`Session.settle` gives aborted handlers to unwind before it answers
+for them (a handler that shields itself from cancellation)."""
 
 
 PARAMS_NOT_AN_OBJECT = "params must be an object"
@@ -141,6 +146,8 @@ class RequestContext:
     """
 
     __slots__ = (
+        "_abort_error",
+        "_answered",
         "_batch",
         "_done",
         "_last_progress",
@@ -172,6 +179,8 @@ class RequestContext:
         self._last_progress: float | None = None
         self._batch = batch
         self._on_expiry: Callable[[], Any] | None = None
+        self._abort_error: JsonRpcError | None = None
+        self._answered = False
 
     @property
     def done(self) -> bool:
@@ -183,6 +192,15 @@ class RequestContext:
         if self._done or self.cancelled_by is not None:
             return
         self.cancelled_by = dialect
+        if self._scope is not None:
+            self._scope.cancel()
+
+    def abort(self, error: JsonRpcError) -> None:
+        """Interrupt the handler and answer the request with ``error`` (the host's own
+        cancellation, e.g. at shutdown; the peer's cancellations use :meth:`cancel`)."""
+        if self._done or self.cancelled_by is not None or self._abort_error is not None:
+            return
+        self._abort_error = error
         if self._scope is not None:
             self._scope.cancel()
 
@@ -226,6 +244,25 @@ class RequestContext:
             params["message"] = message
         self.session.notify("notifications/progress", params)
         return True
+
+
+class Deferred:
+    """What an inline request handler returns to answer later.
+
+    An inline handler runs in the read loop, so its effects happen in the order the
+    requests arrived (LSP ``shutdown`` refuses every request read after it). Returning
+    ``Deferred(answer)`` keeps that order but answers with the result of
+    ``await answer()``, run like an ordinary request (concurrently, cancellable, in
+    flight until answered).
+    """
+
+    __slots__ = ("answer",)
+
+    def __init__(self, answer: Callable[[], Awaitable[Any]]) -> None:
+        self.answer = answer
+
+    async def _run(self, params: Any, ctx: RequestContext) -> Any:
+        return await self.answer()
 
 
 class _Batch:
@@ -328,6 +365,8 @@ class Session:
         self._parked: deque[anyio.Event] = deque()
         self._ready = 0
         self._read_scope: anyio.CancelScope | None = None
+        self._flight_changed = anyio.Event()
+        self._finish: tuple[float, JsonRpcError] | None = None
 
     # ----------------------------------------------------------------- properties
 
@@ -524,6 +563,75 @@ class Session:
             pending.event.set()
         self._out_event.set()
 
+    def close_when_answered(self, grace: float, error: JsonRpcError) -> None:
+        """Stop reading now, and close once every inbound request has been answered.
+
+        Requests in flight get ``grace`` seconds to end; then they are aborted and
+        answered with ``error`` (see :meth:`settle`). Input after this call is not read.
+        Used for LSP ``exit``: the host ends only once it answered everything.
+        """
+        if self._closing or self._finish is not None:
+            return
+        self._finish = (grace, error)
+        if self._read_scope is not None:
+            self._read_scope.cancel()
+
+    def _note_flight_change(self) -> None:
+        event, self._flight_changed = self._flight_changed, anyio.Event()
+        event.set()
+
+    async def settle(
+        self, grace: float, error: JsonRpcError, *, exclude: RequestContext | None = None
+    ) -> None:
+        """Make sure every inbound request in flight (but ``exclude``) gets its response.
+
+        Waits up to ``grace`` seconds for them to end by themselves; the rest are
+        aborted (:meth:`RequestContext.abort`) and answered with ``error``. A handler
+        still running :data:`ABORT_WAIT` seconds after its abort is answered for at
+        once; its late result is then dropped, so no request is answered twice.
+        Requests the peer cancelled in the MCP dialect are owed nothing and not waited for.
+        """
+
+        def others() -> list[RequestContext]:
+            return [c for c in self._in_flight.values() if c is not exclude]
+
+        async def wait_until_none(seconds: float) -> None:
+            with anyio.move_on_after(seconds):
+                while True:
+                    changed = self._flight_changed
+                    if not others():
+                        return
+                    await changed.wait()
+
+        await wait_until_none(grace)
+        rest = others()
+        if not rest:
+            return
+        log.warning(
+            "%s: %d request(s) still running after %gs; cancelling them",
+            self.name,
+            len(rest),
+            grace,
+        )
+        for ctx in rest:
+            ctx.abort(error)
+        await wait_until_none(ABORT_WAIT)
+        for ctx in others():
+            self._answer_now(ctx, error)
+
+    def _answer_now(self, ctx: RequestContext, error: JsonRpcError) -> None:
+        """Answer a request whose handler is still running; its own reply is dropped."""
+        ctx._answered = True
+        ctx._done = True
+        if self._in_flight.get(ctx.id) is ctx:
+            del self._in_flight[ctx.id]
+        reply = error_response(ctx.id, error)
+        if ctx._batch is not None:
+            ctx._batch.finish_one(reply)
+        else:
+            self._send_reply(reply)
+        self._note_flight_change()
+
     async def serve(self) -> None:
         """Run the connection until the peer's EOF or :meth:`close`.
 
@@ -540,6 +648,9 @@ class Session:
                             self._read_scope = read_scope
                             if not self._closing:
                                 await self._read_loop(tg)
+                        if self._finish is not None and not self._closing:
+                            # close_when_answered(): answer everything, then close.
+                            await self.settle(*self._finish)
                         # EOF or close(): interrupt whatever is still running.
                         self.close()
                 finally:
@@ -689,7 +800,13 @@ class Session:
             ctx = RequestContext(self, req.id, req.method, params, batch)
             ctx._done = True
             try:
-                reply = {"jsonrpc": "2.0", "id": req.id, "result": inline(params, ctx)}
+                result = inline(params, ctx)
+                if type(result) is Deferred:
+                    # Its effects happened in order; the answer comes when it is ready.
+                    ctx._done = False
+                    self._queue_job(result._run, params, ctx, tg)
+                    return
+                reply = {"jsonrpc": "2.0", "id": req.id, "result": result}
             except JsonRpcError as exc:
                 reply = error_response(req.id, exc)
             except Exception:
@@ -706,8 +823,14 @@ class Session:
                 )
             self._reply(batch, error_response(req.id, err))
             return
-        ctx = RequestContext(self, req.id, req.method, params, batch)
-        self._in_flight[req.id] = ctx
+        self._queue_job(
+            handler, params, RequestContext(self, req.id, req.method, params, batch), tg
+        )
+
+    def _queue_job(
+        self, handler: RequestHandler, params: Any, ctx: RequestContext, tg: TaskGroup
+    ) -> None:
+        self._in_flight[ctx.id] = ctx
         self._jobs.append((handler, params, ctx))
         if self._parked:
             self._ready += 1
@@ -760,7 +883,7 @@ class Session:
         try:
             with anyio.CancelScope() as scope:
                 ctx._scope = scope
-                if ctx.cancelled_by is not None:
+                if ctx.cancelled_by is not None or ctx._abort_error is not None:
                     scope.cancel()
                 try:
                     result = await handler(params, ctx)
@@ -777,7 +900,9 @@ class Session:
                 except Exception:
                     log.exception("%s: handler for %s failed", self.name, ctx.method)
                     reply = error_response(ctx.id, JsonRpcError(INTERNAL_ERROR, "Internal error"))
-            if ctx.cancelled_by == "lsp":
+            if ctx._abort_error is not None and (reply is None or scope.cancelled_caught):
+                reply = error_response(ctx.id, ctx._abort_error)
+            elif ctx.cancelled_by == "lsp":
                 reply = error_response(ctx.id, JsonRpcError(REQUEST_CANCELLED, "Request cancelled"))
             elif ctx.cancelled_by == "mcp":
                 reply = None  # MCP: nothing more is sent for a cancelled request
@@ -788,11 +913,15 @@ class Session:
                     log.exception("%s: expiry handler for %s failed", self.name, ctx.method)
                     reply = error_response(ctx.id, JsonRpcError(INTERNAL_ERROR, "Internal error"))
         finally:
+            answered = ctx._answered  # settle() answered for it already
             ctx._done = True
             if self._in_flight.get(ctx.id) is ctx:
                 del self._in_flight[ctx.id]
-            if ctx._batch is not None:
+            if ctx._batch is not None and not answered:
                 ctx._batch.outstanding -= 1
+            self._note_flight_change()
+        if answered:
+            return
         if ctx._batch is not None:
             ctx._batch.add(reply)
             ctx._batch.flush_if_done()
@@ -818,6 +947,7 @@ class Session:
                     target.cancel("mcp")
                     # Nothing more is sent for it, so its id is free at once.
                     del self._in_flight[target.id]
+                    self._note_flight_change()
             return
         if method == "$/cancelRequest":
             if type(params) is dict:
