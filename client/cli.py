@@ -50,6 +50,8 @@ arguments:
 
 output:
   The result's text goes to stdout; progress and a summary of 'details' go to stderr.
+  Control characters in it (terminal escape sequences, carriage returns, bidi
+  overrides) are shown as escapes such as \x1b, never sent to the terminal raw.
   --json prints the whole result (an MCP CallToolResult object) to stdout instead.
   (--json is the output switch; the arguments' JSON goes in --args-json or positionally.)
 
@@ -248,23 +250,31 @@ async def _list(ns: argparse.Namespace) -> int:
     from rich.console import Console
 
     from .client import Client
-    from .render import tools_table
+    from .render import json_text, tools_table
 
     async with Client.spawn(_spawn_command(ns)) as c:
         tools = await c.list_tools()
     if ns.json:
         from toolwire.models import dump
 
-        json.dump({"tools": [dump(t) for t in tools]}, sys.stdout, indent=2, ensure_ascii=False)
-        sys.stdout.write("\n")
+        sys.stdout.write(json_text({"tools": [dump(t) for t in tools]}) + "\n")
     else:
         Console(highlight=False).print(tools_table(tools))
     return EXIT_OK
 
 
 async def _call(ns: argparse.Namespace, arguments: dict[str, Any]) -> int:
+    from rich.markup import escape
+
     from .client import CallTimeout, Client
-    from .render import ProgressPrinter, TerminalApprover, content_text, summarize
+    from .render import (
+        ProgressPrinter,
+        TerminalApprover,
+        content_text,
+        json_text,
+        summarize,
+        visible,
+    )
 
     err = _err_console()
     printer = ProgressPrinter(err, f"{ns.name} …")
@@ -275,21 +285,25 @@ async def _call(ns: argparse.Namespace, arguments: dict[str, Any]) -> int:
                 timeout = ns.timeout if ns.timeout is not None and ns.timeout > 0 else None
                 res = await c.call_tool(ns.name, arguments, on_progress=printer, timeout=timeout)
         except CallTimeout as exc:
-            err.print(f"[red]toolwire call:[/red] {exc.message}", markup=True)
+            err.print(f"[red]toolwire call:[/red] {escape(visible(exc.message))}", markup=True)
             return EXIT_HOST_FAILED
     if ns.json:
-        out = res.to_wire()
-        json.dump(out, sys.stdout, indent=2, ensure_ascii=False)
-        sys.stdout.write("\n")
+        # JSON escapes every control character: the exact text, safe on a terminal.
+        sys.stdout.write(json_text(res.to_wire()) + "\n")
     else:
-        text = content_text(res)
+        # Tool output may hold terminal escapes (a window title, an OSC 52 clipboard
+        # write, a screen clear): they are shown, never sent raw (--json has the text).
+        text = visible(content_text(res))
         if text:
             sys.stdout.write(text if text.endswith("\n") else text + "\n")
         if res.details is not None:
-            err.print(f"details: {summarize(res.details, 400)}", style="dim", markup=False)
+            err.print(f"details: {visible(summarize(res.details, 400))}", style="dim", markup=False)
     sys.stdout.flush()
     if res.is_error:
-        err.print(f"[red]error result[/red] from {ns.name} (call {res.call_id})")
+        err.print(
+            f"[red]error result[/red] from {escape(visible(ns.name))} "
+            f"(call {escape(str(res.call_id))})"
+        )
         return EXIT_ERROR_RESULT
     return EXIT_OK
 
@@ -338,7 +352,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
     except (JsonRpcError, OSError) as exc:
-        print(f"toolwire {ns.command}: {exc}", file=sys.stderr)
+        from .render import visible
+
+        print(f"toolwire {ns.command}: {visible(str(exc))}", file=sys.stderr)
         return EXIT_HOST_FAILED
     except KeyboardInterrupt:
         return 130
