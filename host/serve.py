@@ -16,6 +16,7 @@ import signal
 import stat
 import threading
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import anyio
 
@@ -60,9 +61,24 @@ def build_registry(config: HostConfig) -> Registry:
             name = exc.name if isinstance(exc, ModuleNotFoundError) else None
             missing = name is not None and (spec == name or spec.startswith(name + "."))
             if missing or str(exc).startswith("tool file not found"):
-                raise SystemExit(f"toolwire serve: --tools {spec}: {exc}") from None
+                hint = _not_importable_hint(spec, config.root) if missing else ""
+                raise SystemExit(f"toolwire serve: --tools {spec}: {exc}{hint}") from None
             raise
     return registry
+
+
+def _not_importable_hint(spec: str, root: Path) -> str:
+    """A hint when a ``--tools`` module name exists as a file only in the root or the
+    working directory, which the host never imports from (:mod:`.importpath`)."""
+    top = spec.split(".", 1)[0]
+    for base in {Path.cwd(), root}:
+        if (base / top).is_dir() or (base / f"{top}.py").is_file():
+            return (
+                f" ({top} is in {base}, which is not on the host's import path so that"
+                " the model cannot plant modules there: give the file's path, e.g."
+                f" --tools {spec.replace('.', '/')}.py, or install the package)"
+            )
+    return ""
 
 
 def describe(config: HostConfig, env: ExecEnv) -> str:

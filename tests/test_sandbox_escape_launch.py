@@ -248,3 +248,28 @@ def test_the_host_drops_pythonsafepath_for_the_processes_its_tools_start(
         result = host.call("bash", {"command": "echo safe=${PYTHONSAFEPATH-unset}"}, timeout=30)
     text = result["result"]["content"][0]["text"]
     assert "safe=unset" in text
+
+
+def test_a_tools_module_only_in_the_root_is_not_imported_and_the_error_says_why(
+    layout: Layout,
+) -> None:
+    """``--tools name`` no longer finds a module through the working directory; the
+    error tells the user to give its path instead (which still works)."""
+    (layout.root / "mytools.py").write_text(
+        "from toolwire.host import tool\n\n\n@tool\ndef hello() -> str:\n"
+        '    """Say hello."""\n    return "hello"\n'
+    )
+    proc = subprocess.run(
+        [*host_command(), "--no-builtins", "--tools", "mytools"],
+        cwd=layout.root,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2
+    assert "not on the host's import path" in proc.stderr
+    assert "--tools mytools.py" in proc.stderr
+    with HostProcess(["--no-builtins", "--tools", "mytools.py"], cwd=layout.root) as host:
+        host.initialize()
+        assert host.call("hello")["result"]["content"][0]["text"] == "hello"
