@@ -170,7 +170,9 @@ async def run_host(
 
             for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
                 signal.signal(sig, on_signal)
-            _watch_hangup(read_fd, watchdog)
+            # A client that hangs up after `exit` may still read the answers the host
+            # owes (protocol.md §3.4): give those their time before the grace.
+            _watch_hangup(read_fd, watchdog, server.seconds_to_exit)
 
             async def arm_on_close() -> None:
                 await session.wait_closing()
@@ -192,26 +194,39 @@ class _Watchdog:
         self._lock = threading.Lock()
         self._armed = False
 
-    def arm(self) -> None:
-        """Start the countdown (once; later calls do nothing). Safe in signal handlers."""
+    def arm(self, postpone: Callable[[], float] | None = None) -> None:
+        """Start the countdown (once; later calls do nothing). Safe in signal handlers.
+
+        Args:
+            postpone: asked when the countdown ends; while it returns more than 0, the
+                end waits that many seconds more (answers still owed after ``exit``).
+        """
         with self._lock:
             if self._armed:
                 return
             self._armed = True
-        timer = threading.Timer(self.grace, self._fire)
+        self._start(self.grace, postpone)
+
+    def _start(self, seconds: float, postpone: Callable[[], float] | None) -> None:
+        timer = threading.Timer(seconds, self._fire, (postpone,))
         timer.daemon = True
         timer.start()
 
-    def _fire(self) -> None:
+    def _fire(self, postpone: Callable[[], float] | None) -> None:
+        more = postpone() if postpone is not None else 0.0
+        if more > 0:
+            self._start(more, None)
+            return
         log.warning("still running %.2gs after shutdown began; exiting now", self.grace)
         kill_descendants()
         logging.shutdown()
         os._exit(self.code())
 
 
-def _watch_hangup(fd: int, watchdog: _Watchdog) -> None:
+def _watch_hangup(fd: int, watchdog: _Watchdog, postpone: Callable[[], float]) -> None:
     """Arm ``watchdog`` when the client closes its end of the pipe ``fd``, seen with
-    ``poll`` (POLLHUP) in a thread, without reading: the event loop reads the data."""
+    ``poll`` (POLLHUP) in a thread, without reading: the event loop reads the data.
+    ``postpone`` is passed on to :meth:`_Watchdog.arm`."""
     try:
         if not stat.S_ISFIFO(os.fstat(fd).st_mode) or not hasattr(select, "poll"):
             return
@@ -226,7 +241,7 @@ def _watch_hangup(fd: int, watchdog: _Watchdog) -> None:
                 pass
         except (OSError, ValueError):
             return
-        watchdog.arm()
+        watchdog.arm(postpone)
 
     threading.Thread(target=watch, name="hangup-watch", daemon=True).start()
 

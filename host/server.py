@@ -11,6 +11,7 @@ capability, when the approval policy marks a call.
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from toolwire import __version__
@@ -22,7 +23,13 @@ from toolwire.errors import (
     REQUEST_TIMEOUT,
     JsonRpcError,
 )
-from toolwire.session import PARAMS_NOT_AN_OBJECT, Deferred, RequestContext, Session
+from toolwire.session import (
+    ABORT_WAIT,
+    PARAMS_NOT_AN_OBJECT,
+    Deferred,
+    RequestContext,
+    Session,
+)
 
 from .approval import APPROVE_METHOD, ApprovalDecision, ApprovalPolicy, parse_answer
 from .batch import run_batch
@@ -91,6 +98,7 @@ class HostServer:
         self.initialized = False
         self.shutdown_requested = False
         self.exit_code: int | None = None
+        self._exit_deadline: float | None = None
         self.log_level = LOG_LEVELS["info"]
         self.approval = approval if approval is not None else ApprovalPolicy()
         self.approval_timeout = approval_timeout
@@ -198,9 +206,16 @@ class HostServer:
         else:
             grace = 0.0
             message = "Request cancelled: the server exited (exit without shutdown)"
+        self._exit_deadline = time.monotonic() + grace + ABORT_WAIT
         self.session.close_when_answered(
             grace, JsonRpcError(REQUEST_CANCELLED, message, {"reason": "exit"})
         )
+
+    def seconds_to_exit(self) -> float:
+        """Seconds until the answers owed after ``exit`` are settled at the latest (0
+        when no ``exit`` came). Safe from any thread."""
+        deadline = self._exit_deadline
+        return 0.0 if deadline is None else max(0.0, deadline - time.monotonic())
 
     # ------------------------------------------------------------------ logging
 

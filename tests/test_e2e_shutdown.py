@@ -150,3 +150,23 @@ def test_shutdown_with_nothing_in_flight_answers_at_once(tmp_path: Path, framing
         host.close()
     assert responses == []
     assert code == 0
+
+
+@pytest.mark.parametrize("framing", FRAMINGS)
+def test_a_client_that_hangs_up_after_exit_still_gets_the_answers(
+    tmp_path: Path, framing: str
+) -> None:
+    """shutdown, exit, then stdin closed at once: the answers owed are still written
+    (the end-of-input grace of §3.5 starts after them)."""
+    host = _host(tmp_path, framing)
+    try:
+        _start_call(host, "a", "wait_async", {"seconds": 2.0})
+        host.send({"jsonrpc": "2.0", "id": "down", "method": "shutdown"})
+        host.notify("exit")
+        host.close_stdin()
+        code, responses = _responses_until_exit(host)
+    finally:
+        host.close()
+    by_id = _exactly_once(responses, ["a", "down"])
+    assert by_id["a"]["result"]["content"][0]["text"] == "slept 2"
+    assert code == 0
