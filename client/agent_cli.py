@@ -14,7 +14,6 @@ answer).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 
@@ -32,7 +31,7 @@ from .agent import (
 from .client import Client, ToolCallResult
 from .conversation import AssistantMessage, Message, ToolResultMessage, UserMessage
 from .providers import OpenAIChatProvider
-from .render import TerminalApprover, result_panel
+from .render import TerminalApprover, json_text, result_panel, visible
 
 __all__ = ["run_agent_cli"]
 
@@ -79,14 +78,14 @@ async def run_agent_cli(ns: argparse.Namespace) -> int:
             async with run:
                 async for event in run:
                     if isinstance(event, MessageUpdate) and ns.stream:
-                        out.print(event.delta, end="", markup=False)
+                        out.print(visible(event.delta), end="", markup=False)
                     elif isinstance(event, MessageEnd):
                         _show_message(event.message, out, err, streamed=ns.stream)
                     elif isinstance(event, ToolExecutionStart):
-                        args = json.dumps(event.arguments, ensure_ascii=False)
+                        args = json_text(event.arguments, indent=None)
                         if len(args) > 200:
                             args = args[:199] + "…"
-                        err.print(f"[cyan]→ {escape(event.name)}[/cyan] {escape(args)}")
+                        err.print(f"[cyan]→ {escape(visible(event.name))}[/cyan] {escape(args)}")
                     elif isinstance(event, AgentEnd) and event.reason not in ("stop", "terminate"):
                         err.print(f"[yellow]the run ended: {event.reason}[/yellow]")
             messages = run.messages
@@ -98,12 +97,12 @@ async def run_agent_cli(ns: argparse.Namespace) -> int:
 def _show_message(message: Message, out: Console, err: Console, *, streamed: bool) -> None:
     if isinstance(message, AssistantMessage):
         if message.stop_reason == "error":
-            err.print(f"[red]model error:[/red] {escape(message.error or 'unknown')}")
+            err.print(f"[red]model error:[/red] {escape(visible(message.error or 'unknown'))}")
         elif streamed:
             if message.text:
                 out.print()
         elif message.text:
-            out.print(message.text, markup=False)
+            out.print(visible(message.text), markup=False)
     elif isinstance(message, ToolResultMessage):
         res = ToolCallResult(message.tool_call_id, message.tool_name, message.result)
         err.print(result_panel(res))

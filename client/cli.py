@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import os
 import shlex
 import sys
@@ -31,7 +32,14 @@ from typing import Any
 
 from toolwire.errors import JsonRpcError
 
-__all__ = ["build_parser", "main", "parse_call_arguments"]
+__all__ = [
+    "accepted_types",
+    "build_parser",
+    "convert_value",
+    "main",
+    "parse_call_arguments",
+    "split_call_arguments",
+]
 
 EXIT_OK = 0
 EXIT_ERROR_RESULT = 1
@@ -44,12 +52,19 @@ arguments:
     toolwire call read path=app.py offset=10
     toolwire call grep '{"pattern": "TODO", "ignoreCase": true}'
     toolwire call bash --args-json '{"command": "ls"}' timeout=5
-  A value is parsed as JSON when it parses (n=3 is a number, flag=true a boolean,
-  tags='["a","b"]' a list) and kept as a string otherwise; quote it as JSON to force a
-  string: n='"3"'.
+  A k=v value follows the tool's input schema. For a parameter that takes a string
+  (also in a union with other types) the value is the raw text: content=1.10 writes
+  "1.10", content=null writes "null". For one that takes only numbers, integers,
+  booleans, null, arrays or objects the value must be JSON of such a type (n=3,
+  flag=true, tags='["a","b"]'), or it is a usage error (exit 2). For a parameter the
+  schema does not describe, JSON when the text parses, else the text. NaN, Infinity
+  and overflowing numbers such as 1e999 are never accepted. To give any other JSON
+  value (null for an optional string, say) use the JSON object form.
 
 output:
   The result's text goes to stdout; progress and a summary of 'details' go to stderr.
+  Control characters in it (terminal escape sequences, carriage returns, bidi
+  overrides) are shown as escapes such as \x1b, never sent to the terminal raw.
   --json prints the whole result (an MCP CallToolResult object) to stdout instead.
   (--json is the output switch; the arguments' JSON goes in --args-json or positionally.)
 
@@ -66,20 +81,149 @@ class UsageError(Exception):
 # --------------------------------------------------------------------------- parsing
 
 
-def parse_call_arguments(items: Sequence[str], args_json: str | None) -> dict[str, Any]:
-    """Build a call's arguments from ``k=v`` items and JSON objects.
+class _NotJson(ValueError):
+    """A literal Python's json module accepts but JSON has not: NaN, Infinity, or a
+    number that overflows a double (``1e999`` would become infinity)."""
 
-    Args:
-        items: ``k=v`` strings, or JSON objects (an item starting with ``{``).
-        args_json: a JSON object given with ``--args-json``, or None.
 
-    Returns:
-        The merged arguments: ``args_json`` first, then positional objects, then
-        ``k=v`` pairs (later wins). A value is JSON-parsed when it parses, else kept as
-        a string.
+def _strict_json(text: str) -> Any:
+    """``json.loads`` that refuses NaN, Infinity and overflowing numbers (RFC 8259 §6
+    has no such values) with :class:`_NotJson`; other malformed text: ValueError."""
+
+    def constant(name: str) -> Any:
+        raise _NotJson(f"{name} is not a JSON value (JSON has no NaN or Infinity)")
+
+    def number(literal: str) -> float:
+        value = float(literal)
+        if not math.isfinite(value):
+            raise _NotJson(f"{literal} overflows a JSON number (a double)")
+        return value
+
+    return json.loads(text, parse_constant=constant, parse_float=number)
+
+
+_JSON_TYPES: dict[type, str] = {
+    type(None): "null",
+    bool: "boolean",
+    int: "integer",
+    float: "number",
+    str: "string",
+    list: "array",
+    dict: "object",
+}
+
+
+def _json_type(value: Any) -> str:
+    return _JSON_TYPES.get(type(value), "object")
+
+
+def accepted_types(schema: Any, root: Any = None, _depth: int = 0) -> frozenset[str] | None:
+    """The JSON types a parameter's schema accepts, or None when it does not say.
+
+    Read from ``type`` (a name or a list), else ``const``/``enum`` (the types of their
+    values), else the union of ``anyOf``/``oneOf`` branches (None when one branch is
+    unconstrained), else the intersection of the ``allOf`` branches that say; a local
+    ``$ref`` (``#/$defs/...``) is followed within ``root``.
+    """
+    if not isinstance(schema, dict) or _depth > 20:
+        return None
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/") and isinstance(root, dict):
+        target: Any = root
+        for part in ref[2:].split("/"):
+            target = target.get(part) if isinstance(target, dict) else None
+        if isinstance(target, dict):
+            return accepted_types(target, root, _depth + 1)
+        return None
+    kind = schema.get("type")
+    if isinstance(kind, str):
+        return frozenset([kind])
+    if isinstance(kind, list) and all(isinstance(k, str) for k in kind):
+        return frozenset(kind)
+    if "const" in schema:
+        return frozenset([_json_type(schema["const"])])
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
+        return frozenset(_json_type(v) for v in schema["enum"])
+    for key in ("anyOf", "oneOf"):
+        branches = schema.get(key)
+        if isinstance(branches, list) and branches:
+            union: set[str] = set()
+            for branch in branches:
+                types = accepted_types(branch, root, _depth + 1)
+                if types is None:
+                    return None
+                union |= types
+            return frozenset(union)
+    branches = schema.get("allOf")
+    if isinstance(branches, list):
+        found = [accepted_types(b, root, _depth + 1) for b in branches]
+        said = [t for t in found if t is not None]
+        if said:
+            return frozenset.intersection(*said)
+    return None
+
+
+def _matches(value: Any, types: frozenset[str]) -> bool:
+    kind = _json_type(value)
+    if kind in types:
+        return True
+    if kind == "integer" and "number" in types:
+        return True
+    return kind == "number" and "integer" in types and float(value).is_integer()
+
+
+def convert_value(key: str, text: str, types: frozenset[str] | None) -> Any:
+    """The value of ``key=text`` for a parameter accepting ``types`` (see the epilog):
+
+    * the schema accepts a string (alone or in a union): the raw text, as a string;
+    * it accepts only other types (number, integer, boolean, null, array, object):
+      the text must be JSON of one of them;
+    * it does not say (no schema, an unknown parameter, ``{}``): JSON when the text
+      parses as JSON, else the raw text.
+
+    NaN, Infinity and overflowing numbers are never accepted as JSON.
 
     Raises:
-        UsageError: an item is neither ``k=v`` nor a JSON object.
+        UsageError: the text is not JSON where JSON is required, is of another type,
+            or holds a non-JSON literal.
+    """
+    if types is not None and "string" in types:
+        return text
+    try:
+        value = _strict_json(text)
+    except _NotJson as exc:
+        raise UsageError(f"{key}={text}: {exc}") from None
+    except ValueError:
+        if types is None:
+            return text
+        raise UsageError(
+            f"{key}={text}: the parameter takes {_describe(types)}, written as JSON "
+            '(e.g. 3, 2.5, true, null, [1,2], {"a":1})'
+        ) from None
+    if types is not None and not _matches(value, types):
+        raise UsageError(
+            f"{key}={text}: the parameter takes {_describe(types)}, not {_json_type(value)}"
+        )
+    return value
+
+
+def _describe(types: frozenset[str]) -> str:
+    names = sorted(types)
+    return names[0] if len(names) == 1 else "one of " + ", ".join(names)
+
+
+def split_call_arguments(
+    items: Sequence[str], args_json: str | None
+) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+    """Check the shape of a call's arguments before the host starts.
+
+    Returns:
+        ``(objects, pairs)``: the JSON objects (``args_json`` first, then positional
+        ones) merged, and the ``k=v`` pairs as ``(key, text)`` in order.
+
+    Raises:
+        UsageError: an item is neither ``k=v`` nor a JSON object, a JSON object is not
+            valid JSON (NaN and Infinity included) or not an object.
     """
     out: dict[str, Any] = {}
     objects = ([args_json] if args_json is not None else []) + [
@@ -87,22 +231,46 @@ def parse_call_arguments(items: Sequence[str], args_json: str | None) -> dict[st
     ]
     for raw in objects:
         try:
-            value = json.loads(raw)
+            value = _strict_json(raw)
         except ValueError as exc:
             raise UsageError(f"the arguments are not valid JSON: {exc}") from None
         if not isinstance(value, dict):
             raise UsageError("the arguments' JSON must be an object {...}")
         out.update(value)
+    pairs: list[tuple[str, str]] = []
     for item in items:
         if item.lstrip().startswith("{"):
             continue
         key, sep, text = item.partition("=")
         if not sep or not key:
             raise UsageError(f"expected key=value or a JSON object, got {item!r}")
-        try:
-            out[key] = json.loads(text)
-        except ValueError:
-            out[key] = text
+        pairs.append((key, text))
+    return out, pairs
+
+
+def parse_call_arguments(
+    items: Sequence[str], args_json: str | None, schema: Any = None
+) -> dict[str, Any]:
+    """Build a call's arguments from ``k=v`` items and JSON objects.
+
+    Args:
+        items: ``k=v`` strings, or JSON objects (an item starting with ``{``).
+        args_json: a JSON object given with ``--args-json``, or None.
+        schema: the tool's ``inputSchema``; each ``k=v`` value is read as its
+            parameter's schema says (:func:`convert_value`). None: no schema known.
+
+    Returns:
+        The merged arguments: ``args_json`` first, then positional objects, then
+        ``k=v`` pairs (later wins).
+
+    Raises:
+        UsageError: malformed items, or a value its parameter cannot take.
+    """
+    out, pairs = split_call_arguments(items, args_json)
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    for key, text in pairs:
+        prop = props.get(key) if isinstance(props, dict) else None
+        out[key] = convert_value(key, text, accepted_types(prop, schema))
     return out
 
 
@@ -248,48 +416,64 @@ async def _list(ns: argparse.Namespace) -> int:
     from rich.console import Console
 
     from .client import Client
-    from .render import tools_table
+    from .render import json_text, tools_table
 
     async with Client.spawn(_spawn_command(ns)) as c:
         tools = await c.list_tools()
     if ns.json:
         from toolwire.models import dump
 
-        json.dump({"tools": [dump(t) for t in tools]}, sys.stdout, indent=2, ensure_ascii=False)
-        sys.stdout.write("\n")
+        sys.stdout.write(json_text({"tools": [dump(t) for t in tools]}) + "\n")
     else:
         Console(highlight=False).print(tools_table(tools))
     return EXIT_OK
 
 
-async def _call(ns: argparse.Namespace, arguments: dict[str, Any]) -> int:
+async def _call(ns: argparse.Namespace) -> int:
+    from rich.markup import escape
+
     from .client import CallTimeout, Client
-    from .render import ProgressPrinter, TerminalApprover, content_text, summarize
+    from .render import (
+        ProgressPrinter,
+        TerminalApprover,
+        content_text,
+        json_text,
+        summarize,
+        visible,
+    )
 
     err = _err_console()
     printer = ProgressPrinter(err, f"{ns.name} …")
     approver = TerminalApprover(err, assume_yes=ns.yes, pause=printer.paused)
     async with Client.spawn(_spawn_command(ns), on_approval=approver) as c:
+        # k=v values are read as the tool's input schema says (string parameters take
+        # the raw text): look the tool up first.
+        schema = next((t.input_schema for t in await c.list_tools() if t.name == ns.name), None)
+        arguments = parse_call_arguments(ns.arguments, ns.args_json, schema)
         try:
             with printer.showing():
                 timeout = ns.timeout if ns.timeout is not None and ns.timeout > 0 else None
                 res = await c.call_tool(ns.name, arguments, on_progress=printer, timeout=timeout)
         except CallTimeout as exc:
-            err.print(f"[red]toolwire call:[/red] {exc.message}", markup=True)
+            err.print(f"[red]toolwire call:[/red] {escape(visible(exc.message))}", markup=True)
             return EXIT_HOST_FAILED
     if ns.json:
-        out = res.to_wire()
-        json.dump(out, sys.stdout, indent=2, ensure_ascii=False)
-        sys.stdout.write("\n")
+        # JSON escapes every control character: the exact text, safe on a terminal.
+        sys.stdout.write(json_text(res.to_wire()) + "\n")
     else:
-        text = content_text(res)
+        # Tool output may hold terminal escapes (a window title, an OSC 52 clipboard
+        # write, a screen clear): they are shown, never sent raw (--json has the text).
+        text = visible(content_text(res))
         if text:
             sys.stdout.write(text if text.endswith("\n") else text + "\n")
         if res.details is not None:
-            err.print(f"details: {summarize(res.details, 400)}", style="dim", markup=False)
+            err.print(f"details: {visible(summarize(res.details, 400))}", style="dim", markup=False)
     sys.stdout.flush()
     if res.is_error:
-        err.print(f"[red]error result[/red] from {ns.name} (call {res.call_id})")
+        err.print(
+            f"[red]error result[/red] from {escape(visible(ns.name))} "
+            f"(call {escape(str(res.call_id))})"
+        )
         return EXIT_ERROR_RESULT
     return EXIT_OK
 
@@ -305,6 +489,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``toolwire`` command line; returns the exit code (``serve`` never returns)."""
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] == "serve":
+        # A console script runs with its bin directory first on sys.path (inside the
+        # root when the project holds the venv): clean the path before any import.
+        from toolwire.host.importpath import scrub_at_entry
+
+        scrub_at_entry(args[1:])
         from toolwire.host.launch import main as serve_main
 
         serve_main(args[1:])
@@ -314,8 +503,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if ns.command == "list":
             return _run_async(_list, ns)
         if ns.command == "call":
-            arguments = parse_call_arguments(ns.arguments, ns.args_json)
-            return _run_async(_call, ns, arguments)
+            split_call_arguments(ns.arguments, ns.args_json)  # before starting the host
+            return _run_async(_call, ns)
         if ns.command == "agent":
             from .agent_cli import run_agent_cli
 
@@ -333,7 +522,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
     except (JsonRpcError, OSError) as exc:
-        print(f"toolwire {ns.command}: {exc}", file=sys.stderr)
+        from .render import visible
+
+        print(f"toolwire {ns.command}: {visible(str(exc))}", file=sys.stderr)
         return EXIT_HOST_FAILED
     except KeyboardInterrupt:
         return 130

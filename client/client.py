@@ -17,6 +17,7 @@ request runs concurrently with the others.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import os
 import signal
@@ -73,6 +74,7 @@ __all__ = [
     "StderrMode",
     "ToolCallResult",
     "host_command",
+    "is_host_command",
 ]
 
 log = logging.getLogger("toolwire.client")
@@ -207,9 +209,11 @@ def host_command(
         python: the interpreter (default: :data:`sys.executable`).
 
     Returns:
-        ``[python, "-m", "toolwire.host", ...]``.
+        ``[python, "-P", "-m", "toolwire.host", ...]``: ``-P`` (Python >= 3.11) keeps the
+        working directory, usually the root the tools write to, off the host's import
+        path, so a module the model wrote there is never imported by the host.
     """
-    cmd = [os.fspath(python or sys.executable), "-m", "toolwire.host"]
+    cmd = [os.fspath(python or sys.executable), "-P", "-m", "toolwire.host"]
     if root is not None:
         cmd += ["--root", os.fspath(root)]
     if tools:
@@ -218,6 +222,19 @@ def host_command(
         cmd.append("--no-builtins")
     cmd += list(extra_args)
     return cmd
+
+
+SAFE_PATH_ENV = "PYTHONSAFEPATH"
+"""Set to "1" for a spawned toolwire host: the equivalent of ``python -P``."""
+
+
+def is_host_command(argv: Sequence[str]) -> bool:
+    """Whether ``argv`` starts a toolwire host: ``... -m toolwire.host ...`` or
+    ``.../toolwire serve ...``. Only those get ``PYTHONSAFEPATH=1`` from
+    :meth:`Client.spawn`: another Python server may rely on its script's directory."""
+    if any(pair == ("-m", "toolwire.host") for pair in itertools.pairwise(argv)):
+        return True
+    return len(argv) >= 2 and os.path.basename(argv[0]) == "toolwire" and argv[1] == "serve"
 
 
 # --------------------------------------------------------------------------- client
@@ -332,7 +349,9 @@ class Client:
 
         Args:
             command: argv of the host (default: :func:`host_command` with no options,
-                i.e. this interpreter's ``-m toolwire.host`` rooted at its cwd).
+                i.e. this interpreter's ``-P -m toolwire.host`` rooted at its cwd). A
+                toolwire host (:func:`is_host_command`) is started with
+                ``PYTHONSAFEPATH=1`` in its environment.
             cwd: working directory of the process.
             env: variables added to (overriding) the inherited environment.
             stderr: "inherit" (default), "capture" or "discard"; see :data:`StderrMode`.
@@ -351,6 +370,11 @@ class Client:
         if env is not None:
             full_env = dict(os.environ)
             full_env.update(env)
+        if is_host_command(argv):
+            # Also for `toolwire serve` (a console script, which cannot take -P): Python
+            # then leaves the script's and the working directory off sys.path.
+            full_env = dict(os.environ) if full_env is None else full_env
+            full_env[SAFE_PATH_ENV] = "1"
         spec = _Spawn(argv, os.fspath(cwd) if cwd else None, full_env, stderr, terminate_grace)
         return cls(_spawn=spec, **options)
 

@@ -53,7 +53,7 @@ from .agent import (
 from .client import Client, ToolCallResult, host_command
 from .conversation import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
 from .providers import ModelRequest, ScriptedProvider
-from .render import ProgressPrinter, result_panel, tools_table
+from .render import ProgressPrinter, result_panel, tools_table, visible
 
 __all__ = [
     "DemoPlan",
@@ -265,7 +265,8 @@ async def run_demo(
         problems.append(f"the session failed: {exc}")
     if problems and client.stderr_output.strip():
         console.print(Rule("host stderr (last lines)"))
-        console.print(escape("\n".join(client.stderr_output.strip().splitlines()[-20:])))
+        tail = "\n".join(client.stderr_output.strip().splitlines()[-20:])
+        console.print(escape(visible(tail)))
 
     if not problems:
         # Confirm the outcome independently of the host: the project's tests pass now.
@@ -294,7 +295,7 @@ async def run_demo(
     if problems:
         console.print(Rule("[bold red]DEMO FAILED[/bold red]"))
         for p in problems:
-            console.print(f"[red]✘[/red] {escape(p)}")
+            console.print(f"[red]✘[/red] {escape(visible(p))}")
         return 1
     console.print(Rule("[bold green]DEMO PASSED[/bold green]"))
     console.print(
@@ -362,15 +363,16 @@ async def _play(
                     console.print(
                         Rule(
                             f"[bold]step {i}/{len(plan.steps)}[/bold]  "
-                            f"[cyan]{escape(call.name)}[/cyan] {escape(_args_text(call.arguments))}",
+                            f"[cyan]{escape(visible(call.name))}[/cyan] "
+                            f"{escape(visible(_args_text(call.arguments)))}",
                             align="left",
                         )
                     )
                     if msg.text:
-                        console.print(f"[italic]{escape(msg.text)}[/italic]")
+                        console.print(f"[italic]{escape(visible(msg.text))}[/italic]")
                 if not msg.tool_calls and msg.text:
                     console.print()
-                    console.print(f"[bold]model:[/bold] {escape(msg.text)}")
+                    console.print(f"[bold]model:[/bold] {escape(visible(msg.text))}")
             elif isinstance(event, ToolExecutionStart):
                 printer = ProgressPrinter(console, f"{event.name} running")
                 stack.enter_context(printer.showing())
@@ -387,7 +389,7 @@ async def _play(
                 if step.check is not None:
                     ok, why = check_tests(res, step.check)
                     mark = "[green]✔[/green]" if ok else "[red]✘[/red]"
-                    console.print(f"{mark} {escape(why)}")
+                    console.print(f"{mark} {escape(visible(why))}")
                     if not ok:
                         problems.append(f"step {i}: {why}")
                         break

@@ -33,11 +33,44 @@ __all__ = [
     "TerminalApprover",
     "clip",
     "content_text",
+    "json_text",
     "parameters_summary",
     "result_panel",
     "summarize",
     "tools_table",
+    "visible",
 ]
+
+_BIDI_CONTROLS = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+
+_VISIBLE = {
+    c: (f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}")
+    for c in [*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0), *map(ord, _BIDI_CONTROLS)]
+    if c not in (0x09, 0x0A)
+}
+"""Characters a terminal acts on instead of showing (C0 and C1 controls, DEL, and the
+Unicode bidirectional controls of "Trojan Source"), mapped to a visible escape."""
+
+_JSON_ESCAPE = {c: f"\\u{c:04x}" for c in _VISIBLE if c >= 0x7F}
+"""The same characters as JSON escapes, for those ``json.dumps`` leaves raw (C0 controls
+are always escaped by it)."""
+
+
+def visible(text: str) -> str:
+    """``text`` safe to print on a terminal: every control character but newline and tab
+    shows as an escape (``ESC`` as ``\\x1b``, the C1 CSI as ``\\x9b``, a bidi override as
+    ``\\u202e``), so tool output or model text cannot set the window title, write the
+    clipboard (OSC 52), clear the screen or reorder what is shown. ``\\r\\n`` becomes a
+    newline first. Rich markup is not touched: print the result with ``markup=False`` or
+    as :class:`rich.text.Text`.
+    """
+    return text.replace("\r\n", "\n").translate(_VISIBLE)
+
+
+def json_text(value: Any, *, indent: int | None = 2) -> str:
+    """``value`` as JSON (non-ASCII kept readable) with every terminal control character
+    escaped: the same JSON value as ``json.dumps``, safe to print on a terminal."""
+    return json.dumps(value, indent=indent, ensure_ascii=False).translate(_JSON_ESCAPE)
 
 
 def clip(text: str, *, head: int = 15, tail: int = 25, max_line: int = 200) -> str:
@@ -117,27 +150,32 @@ def tools_table(tools: list[ToolDefinition]) -> Table:
     table.add_column("parameters (* required)")
     table.add_column("description")
     for t in tools:
-        table.add_row(t.name, parameters_summary(t), first_sentence(t.description or ""))
+        table.add_row(
+            Text(visible(t.name)),
+            Text(visible(parameters_summary(t))),
+            Text(visible(first_sentence(t.description or ""))),
+        )
     return table
 
 
 def result_panel(res: ToolCallResult, *, title: str | None = None) -> Panel:
     """A panel with a call's (clipped) text and a line summarising ``details``; a
     ``details.diff`` string (as the edit tool gives) is shown as a coloured diff."""
-    parts: list[Any] = [Text(clip(content_text(res)) or "(no content)")]
+    parts: list[Any] = [Text(visible(clip(content_text(res))) or "(no content)")]
     details = res.details
     if isinstance(details, dict) and isinstance(details.get("diff"), str):
         from rich.syntax import Syntax
 
-        parts.append(Syntax(clip(details["diff"].rstrip("\n")), "diff", theme="ansi_dark"))
+        diff = visible(clip(details["diff"].rstrip("\n")))
+        parts.append(Syntax(diff, "diff", theme="ansi_dark"))
         details = {k: v for k, v in details.items() if k != "diff"}
     if details is not None and details != {}:
-        parts.append(Text(f"details: {summarize(details)}", style="dim"))
+        parts.append(Text(f"details: {visible(summarize(details))}", style="dim"))
     body = Group(*parts)
     status = "[red]error[/red]" if res.is_error else "[green]ok[/green]"
     return Panel(
         body,
-        title=title or f"result of {escape(res.name)} (call {res.call_id})",
+        title=title or f"result of {escape(visible(res.name))} (call {escape(str(res.call_id))})",
         subtitle=status,
         border_style="red" if res.is_error else "green",
         title_align="left",
@@ -192,7 +230,9 @@ class ProgressPrinter:
         if self.count:
             last = self.last
             status = _progress_status(last) if last is not None else ""
-            self.console.print(f"  [dim]progress: {self.count} updates, last {status}[/dim]")
+            self.console.print(
+                f"  [dim]progress: {self.count} updates, last {escape(visible(status))}[/dim]"
+            )
 
     @contextmanager
     def paused(self) -> Iterator[None]:
@@ -215,11 +255,11 @@ class ProgressPrinter:
                 self._task,
                 completed=p.progress,
                 total=p.total,
-                status=escape(_progress_status(p)),
+                status=escape(visible(_progress_status(p))),
             )
         elif self.count <= self.max_lines:
             self.console.print(
-                f"  [dim]progress {escape(_progress_status(p))}[/dim]",
+                f"  [dim]progress {escape(visible(_progress_status(p)))}[/dim]",
                 no_wrap=True,
                 overflow="ellipsis",
             )
@@ -281,13 +321,13 @@ class TerminalApprover:
         from contextlib import nullcontext
 
         hint = "read-only" if request.read_only else "may change things"
-        args = json.dumps(request.arguments, indent=2, ensure_ascii=False)
+        args = json_text(request.arguments)
         with self.pause() if self.pause is not None else nullcontext():
             self.console.print(
                 Panel(
                     Text(clip(args, head=20, tail=5)),
-                    title=f"approve call {escape(str(request.call_id))}: "
-                    f"[cyan]{escape(request.name)}[/cyan] ({hint})",
+                    title=f"approve call {escape(visible(str(request.call_id)))}: "
+                    f"[cyan]{escape(visible(request.name))}[/cyan] ({hint})",
                     title_align="left",
                     border_style="yellow",
                 )

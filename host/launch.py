@@ -1,7 +1,11 @@
 """The ``toolwire serve`` / ``python -m toolwire.host`` process: start-up order.
 
-1. Parse the options (standard library only) and take over stdin/stdout, so nothing a
-   tool module prints at import time can reach the protocol stream.
+0. The entry point (``__main__``, ``toolwire serve``) removes the root, the working
+   directory and the script's directory from ``sys.path`` (:mod:`.importpath`);
+   launchers also start the interpreter with ``-P`` / ``PYTHONSAFEPATH=1``.
+1. Parse the options (standard library only), remove the configured root from
+   ``sys.path`` too, and take over stdin/stdout, so nothing a tool module prints at
+   import time can reach the protocol stream.
 2. Start probing the sandbox in a thread: it runs a process (tens of milliseconds), which
    then overlaps the imports and the loading of the tools.
 3. Import the host (anyio, the session, the pipeline) and load the tools.
@@ -19,6 +23,7 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from .importpath import scrub_import_path
 from .options import build_parser, config_from_args, take_over_stdio
 from .procs import kill_descendants, set_subreaper
 from .sandbox import SandboxUnavailable, resolve_sandbox
@@ -39,6 +44,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         config = config_from_args(ns)
     except (ValueError, TypeError) as exc:
         parser.error(str(exc))
+    # The entry point scrubbed the path for the --root it saw; a config file may name
+    # another root. Nothing below may import a module from the root (issue: a `write`
+    # of PIL/__init__.py ran the model's code in the host at the next image read).
+    scrub_import_path([config.root])
     read_fd, write_fd = take_over_stdio()
     logging.basicConfig(
         stream=sys.stderr,

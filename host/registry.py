@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from .hooks import HookKind, HookSet
-from .tools import Tool, ToolDefinitionError, build_tool
+from .tools import Tool, ToolDefinitionError, build_tool, check_tool_name
 
 __all__ = ["Registry"]
 
@@ -61,6 +61,7 @@ class Registry:
                 invalid (name, description, schema).
         """
         t = fn_or_tool if isinstance(fn_or_tool, Tool) else build_tool(fn_or_tool)
+        check_tool_name(t.name)  # a Tool built by hand skipped build_tool's check
         if t.name in self._tools:
             raise ToolDefinitionError(f"A tool named {t.name!r} is already registered")
         self._tools[t.name] = t

@@ -16,6 +16,7 @@ import signal
 import stat
 import threading
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import anyio
 
@@ -60,9 +61,24 @@ def build_registry(config: HostConfig) -> Registry:
             name = exc.name if isinstance(exc, ModuleNotFoundError) else None
             missing = name is not None and (spec == name or spec.startswith(name + "."))
             if missing or str(exc).startswith("tool file not found"):
-                raise SystemExit(f"toolwire serve: --tools {spec}: {exc}") from None
+                hint = _not_importable_hint(spec, config.root) if missing else ""
+                raise SystemExit(f"toolwire serve: --tools {spec}: {exc}{hint}") from None
             raise
     return registry
+
+
+def _not_importable_hint(spec: str, root: Path) -> str:
+    """A hint when a ``--tools`` module name exists as a file only in the root or the
+    working directory, which the host never imports from (:mod:`.importpath`)."""
+    top = spec.split(".", 1)[0]
+    for base in {Path.cwd(), root}:
+        if (base / top).is_dir() or (base / f"{top}.py").is_file():
+            return (
+                f" ({top} is in {base}, which is not on the host's import path so that"
+                " the model cannot plant modules there: give the file's path, e.g."
+                f" --tools {spec.replace('.', '/')}.py, or install the package)"
+            )
+    return ""
 
 
 def describe(config: HostConfig, env: ExecEnv) -> str:
@@ -154,7 +170,9 @@ async def run_host(
 
             for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
                 signal.signal(sig, on_signal)
-            _watch_hangup(read_fd, watchdog)
+            # A client that hangs up after `exit` may still read the answers the host
+            # owes (protocol.md §3.4): give those their time before the grace.
+            _watch_hangup(read_fd, watchdog, server.seconds_to_exit)
 
             async def arm_on_close() -> None:
                 await session.wait_closing()
@@ -176,26 +194,39 @@ class _Watchdog:
         self._lock = threading.Lock()
         self._armed = False
 
-    def arm(self) -> None:
-        """Start the countdown (once; later calls do nothing). Safe in signal handlers."""
+    def arm(self, postpone: Callable[[], float] | None = None) -> None:
+        """Start the countdown (once; later calls do nothing). Safe in signal handlers.
+
+        Args:
+            postpone: asked when the countdown ends; while it returns more than 0, the
+                end waits that many seconds more (answers still owed after ``exit``).
+        """
         with self._lock:
             if self._armed:
                 return
             self._armed = True
-        timer = threading.Timer(self.grace, self._fire)
+        self._start(self.grace, postpone)
+
+    def _start(self, seconds: float, postpone: Callable[[], float] | None) -> None:
+        timer = threading.Timer(seconds, self._fire, (postpone,))
         timer.daemon = True
         timer.start()
 
-    def _fire(self) -> None:
+    def _fire(self, postpone: Callable[[], float] | None) -> None:
+        more = postpone() if postpone is not None else 0.0
+        if more > 0:
+            self._start(more, None)
+            return
         log.warning("still running %.2gs after shutdown began; exiting now", self.grace)
         kill_descendants()
         logging.shutdown()
         os._exit(self.code())
 
 
-def _watch_hangup(fd: int, watchdog: _Watchdog) -> None:
+def _watch_hangup(fd: int, watchdog: _Watchdog, postpone: Callable[[], float]) -> None:
     """Arm ``watchdog`` when the client closes its end of the pipe ``fd``, seen with
-    ``poll`` (POLLHUP) in a thread, without reading: the event loop reads the data."""
+    ``poll`` (POLLHUP) in a thread, without reading: the event loop reads the data.
+    ``postpone`` is passed on to :meth:`_Watchdog.arm`."""
     try:
         if not stat.S_ISFIFO(os.fstat(fd).st_mode) or not hasattr(select, "poll"):
             return
@@ -210,7 +241,7 @@ def _watch_hangup(fd: int, watchdog: _Watchdog) -> None:
                 pass
         except (OSError, ValueError):
             return
-        watchdog.arm()
+        watchdog.arm(postpone)
 
     threading.Thread(target=watch, name="hangup-watch", daemon=True).start()
 

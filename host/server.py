@@ -11,12 +11,25 @@ capability, when the approval policy marks a call.
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from toolwire import __version__
 from toolwire.constants import LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
-from toolwire.errors import INVALID_PARAMS, INVALID_REQUEST, REQUEST_TIMEOUT, JsonRpcError
-from toolwire.session import RequestContext, Session
+from toolwire.errors import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    REQUEST_CANCELLED,
+    REQUEST_TIMEOUT,
+    JsonRpcError,
+)
+from toolwire.session import (
+    ABORT_WAIT,
+    PARAMS_NOT_AN_OBJECT,
+    Deferred,
+    RequestContext,
+    Session,
+)
 
 from .approval import APPROVE_METHOD, ApprovalDecision, ApprovalPolicy, parse_answer
 from .batch import run_batch
@@ -30,6 +43,13 @@ from .tools import Tool
 __all__ = ["HostServer"]
 
 log = logging.getLogger("toolwire.host")
+
+SHUTDOWN_GRACE = 5.0
+"""Seconds LSP ``shutdown`` waits for the calls in flight to end before it cancels them
+(each is then answered with -32800) and answers."""
+
+_EXIT_BACKSTOP = 2.0
+"""Seconds ``exit`` waits beyond the shutdown grace for a ``shutdown`` still answering."""
 
 
 class HostServer:
@@ -46,6 +66,8 @@ class HostServer:
             sandbox state there, so a client sees it without reading instructions).
         approval: which calls need the client's approval (default: none).
         approval_timeout: seconds to wait for the client's ``toolwire/approve`` answer.
+        shutdown_grace: seconds LSP ``shutdown`` lets calls in flight finish before it
+            cancels them (:data:`SHUTDOWN_GRACE`).
     """
 
     def __init__(
@@ -60,6 +82,7 @@ class HostServer:
         server_description: str | None = None,
         approval: ApprovalPolicy | None = None,
         approval_timeout: float = 120.0,
+        shutdown_grace: float = SHUTDOWN_GRACE,
     ) -> None:
         self.registry = registry
         self.env = env
@@ -75,9 +98,11 @@ class HostServer:
         self.initialized = False
         self.shutdown_requested = False
         self.exit_code: int | None = None
+        self._exit_deadline: float | None = None
         self.log_level = LOG_LEVELS["info"]
         self.approval = approval if approval is not None else ApprovalPolicy()
         self.approval_timeout = approval_timeout
+        self.shutdown_grace = shutdown_grace
         self.pipeline = Pipeline(self.executor, registry.hooks, self.approval, self.ask_approval)
         registry.on_change(self._tools_changed)
 
@@ -141,8 +166,11 @@ class HostServer:
     def _ping(self, params: Any, ctx: RequestContext) -> dict[str, Any]:
         return {}
 
-    def _shutdown(self, params: Any, ctx: RequestContext) -> None:
-        """LSP ``shutdown``: answer null; later requests get -32600 until ``exit``."""
+    def _shutdown(self, params: Any, ctx: RequestContext) -> Deferred:
+        """LSP ``shutdown``: refuse new requests (-32600 until ``exit``), let the calls in
+        flight end — for at most :attr:`shutdown_grace` seconds, after which they are
+        cancelled and answered with -32800 — then answer null. So when its answer
+        arrives, every earlier request has had its own (protocol.md §3.4)."""
         self.shutdown_requested = True
         session = ctx.session
         session.request_handlers.clear()
@@ -150,13 +178,44 @@ class HostServer:
         session.unknown_method_handler = lambda method: JsonRpcError(
             INVALID_REQUEST, f"Server is shutting down; {method} refused", {"method": method}
         )
-        return None
+        error = JsonRpcError(
+            REQUEST_CANCELLED,
+            "Request cancelled: the server shut down before it ended",
+            {"reason": "shutdown"},
+        )
+
+        async def answer() -> None:
+            await session.settle(self.shutdown_grace, error, exclude=ctx)
+
+        return Deferred(answer)
 
     def _on_exit(self, params: Any) -> None:
-        """LSP ``exit``: end the process, code 0 after ``shutdown`` and 1 without (LSP 3.17)."""
+        """LSP ``exit``: end the process, code 0 after ``shutdown`` and 1 without (LSP 3.17).
+
+        The host still answers every request it took before it ends: after ``shutdown``
+        it waits for the ``shutdown`` answer (which waits for the calls in flight);
+        without ``shutdown`` the calls in flight are cancelled and answered with -32800.
+        Input after ``exit`` is not read.
+        """
         self.exit_code = 0 if self.shutdown_requested else 1
-        if self.session is not None:
-            self.session.close()
+        if self.session is None:
+            return
+        if self.shutdown_requested:
+            grace = self.shutdown_grace + _EXIT_BACKSTOP
+            message = "Request cancelled: the server exited before it ended"
+        else:
+            grace = 0.0
+            message = "Request cancelled: the server exited (exit without shutdown)"
+        self._exit_deadline = time.monotonic() + grace + ABORT_WAIT
+        self.session.close_when_answered(
+            grace, JsonRpcError(REQUEST_CANCELLED, message, {"reason": "exit"})
+        )
+
+    def seconds_to_exit(self) -> float:
+        """Seconds until the answers owed after ``exit`` are settled at the latest (0
+        when no ``exit`` came). Safe from any thread."""
+        deadline = self._exit_deadline
+        return 0.0 if deadline is None else max(0.0, deadline - time.monotonic())
 
     # ------------------------------------------------------------------ logging
 
@@ -267,5 +326,5 @@ def _object_params(params: Any) -> dict[str, Any]:
     if params is None:
         return {}
     if type(params) is not dict:
-        raise JsonRpcError(INVALID_PARAMS, "params must be an object")
+        raise JsonRpcError(INVALID_PARAMS, PARAMS_NOT_AN_OBJECT)
     return params

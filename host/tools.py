@@ -53,11 +53,41 @@ __all__ = [
     "Arguments",
     "Tool",
     "ToolDefinitionError",
+    "check_tool_name",
     "tool",
 ]
 
-TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
-"""Valid tool names: 1–64 characters of letters, digits, ``_``, ``.`` and ``-``."""
+TOOL_NAME_RE = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+"""Valid tool names, matched against the *whole* name (``fullmatch``): 1–64 characters
+of ASCII letters, digits, ``_``, ``.`` and ``-``. The characters are MCP 2025-11-25's
+tool-name rule ("Tools › Tool Names"); its length bound is 128, and 64 is kept because
+the model providers' function-calling APIs accept no more."""
+
+
+def check_tool_name(name: object) -> str:
+    """Return ``name`` when it is a valid tool name (:data:`TOOL_NAME_RE`, whole name).
+
+    Raises:
+        ToolDefinitionError: not a string, empty, longer than 64 characters, or holding
+            a character outside ``A-Z a-z 0-9 _ . -`` (a trailing newline included); the
+            message names the first offending character.
+    """
+    if not isinstance(name, str):
+        raise ToolDefinitionError(f"Tool name must be a string, not {type(name).__name__}")
+    if TOOL_NAME_RE.fullmatch(name):
+        return name
+    rule = "1-64 characters of ASCII letters, digits, '_', '.', '-'"
+    if not name:
+        raise ToolDefinitionError(f"Tool name is empty; it must be {rule}")
+    if len(name) > 64:
+        raise ToolDefinitionError(
+            f"Tool name {name!r} is {len(name)} characters long; it must be {rule}"
+        )
+    bad = next(c for c in name if not TOOL_NAME_RE.fullmatch(c))
+    raise ToolDefinitionError(
+        f"Tool name {name!r} contains {bad!r} at position {name.index(bad)}; it must be {rule}"
+    )
+
 
 _TOOL_ATTR = "__toolwire_tool__"
 
@@ -555,11 +585,8 @@ def build_tool(fn: Callable[..., Any]) -> Tool:
             cannot be described by a JSON Schema.
     """
     opts: dict[str, Any] = dict(getattr(fn, _TOOL_ATTR, {}))
-    name = str(opts.get("name") or getattr(fn, "__name__", ""))
-    if not TOOL_NAME_RE.match(name):
-        raise ToolDefinitionError(
-            f"Tool name {name!r} must be 1-64 characters of letters, digits, '_', '.', '-'"
-        )
+    given = opts.get("name")
+    name = check_tool_name(given if given is not None else getattr(fn, "__name__", ""))
     doc = inspect.getdoc(fn) or ""
     summary, arg_docs = _parse_docstring(doc)
     description = opts.get("description") or summary

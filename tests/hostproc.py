@@ -19,6 +19,9 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 TOOLS_DIR = Path(__file__).resolve().parent / "tools"
+HOST_COMMAND = (sys.executable, "-P", "-m", "toolwire.host")
+"""How the tests start the host: like ``host_command()``, with ``-P`` (and
+``PYTHONSAFEPATH=1``) so the working directory is never on its import path."""
 
 
 class HostProcess:
@@ -28,6 +31,9 @@ class HostProcess:
         args: extra ``toolwire serve`` arguments.
         framing: "ndjson" or "lsp": how :meth:`send` frames and how replies are parsed.
         cwd: working directory (and default root) of the host.
+        env: variables added to the inherited environment.
+        command: the argv that starts the host, ``args`` appended (default:
+            :data:`HOST_COMMAND`, the way toolwire's own launchers start it).
     """
 
     def __init__(
@@ -37,12 +43,15 @@ class HostProcess:
         framing: str = "ndjson",
         cwd: str | Path | None = None,
         env: dict[str, str] | None = None,
+        command: Sequence[str] | None = None,
     ) -> None:
         self.framing = framing
         full_env = dict(os.environ)
+        if command is None:
+            full_env["PYTHONSAFEPATH"] = "1"
         full_env.update(env or {})
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "toolwire.host", *args],
+            [*(HOST_COMMAND if command is None else command), *args],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -104,14 +104,15 @@ def test_error_results_exit_1(tmp_path: Path) -> None:
     unknown = run("call", "no_such_tool", *HOST_OPTS)
     assert unknown.returncode == 1
     assert "Unknown tool: no_such_tool" in unknown.stdout
-    # text=[1,2] is parsed as a JSON array, which no coercion turns into the string the
-    # echo tool's schema wants ...
-    invalid = run("call", "echo", "text=[1,2]", *HOST_OPTS)
+    # A JSON array, which no coercion turns into the string the echo tool's schema wants ...
+    invalid = run("call", "echo", '{"text": [1,2]}', *HOST_OPTS)
     assert invalid.returncode == 1
     assert "Invalid arguments" in invalid.stdout and "text" in invalid.stdout
-    # ... and quoting it as JSON keeps it a string.
+    # ... while a k=v value for a string parameter is the raw text, quotes included.
+    raw = run("call", "echo", "text=[1,2]", *HOST_OPTS)
+    assert (raw.returncode, raw.stdout) == (0, "[1,2]\n")
     quoted = run("call", "echo", 'text="[1,2]"', *HOST_OPTS)
-    assert (quoted.returncode, quoted.stdout) == (0, "[1,2]\n")
+    assert (quoted.returncode, quoted.stdout) == (0, '"[1,2]"\n')
     as_json = run("call", "no_such_tool", "--json", *HOST_OPTS)
     assert as_json.returncode == 1
     assert json.loads(as_json.stdout)["isError"] is True

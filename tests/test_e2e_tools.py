@@ -12,7 +12,7 @@ from toolwire.host.builtins import builtin_tools
 from toolwire.host.tools import build_tool
 
 from tests.e2e_helpers import WIRE_TOOLS, text_of, wire_host
-from tests.hostproc import HostProcess
+from tests.hostproc import REPO, HostProcess
 from toolwire.models import CallToolResult, ToolDefinition
 
 
@@ -218,6 +218,8 @@ def test_a_sync_tool_can_log(tmp_path: Path) -> None:
 
 def test_tools_by_module_name_and_no_builtins(tmp_path: Path) -> None:
     builtin_names = {build_tool(f).name for f in builtin_tools()}
+    # A module name is found on the import path the host is given (PYTHONPATH, installed
+    # packages), never through its working directory or root (SECURITY.md).
     with HostProcess(
         [
             "--root",
@@ -226,7 +228,9 @@ def test_tools_by_module_name_and_no_builtins(tmp_path: Path) -> None:
             "--tools",
             "tests.tools.wire_tools",
             "--no-builtins",
-        ]
+        ],
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(REPO)},
     ) as h:
         h.initialize()
         names = set(_defs(h))

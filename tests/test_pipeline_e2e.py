@@ -243,7 +243,8 @@ def test_terminate_only_when_every_result_sets_it(tmp_path: Path) -> None:
     ("params", "fragment"),
     [
         ({"calls": {}}, "'calls'"),
-        ([], "params must be an object"),
+        ([], "'calls'"),  # [] is {} for every method (protocol.md §2)
+        ([{"calls": []}], "params must be an object"),
         ({"calls": [{"id": 1}]}, "calls[0].name"),
         ({"calls": [{"name": "plain"}]}, "calls[0].id"),
         ({"calls": [{"id": True, "name": "plain"}]}, "calls[0].id"),

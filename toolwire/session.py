@@ -4,6 +4,8 @@ One :class:`Session` serves one connection, in either direction (the host and th
 client both use it). It owns:
 
 * the read loop: framing detection, decoding, envelope validation, error replies;
+* one rule for array params: ``[]`` reaches every handler as ``{}``, a non-empty array
+  is refused with -32602 "params must be an object" (:data:`PARAMS_NOT_AN_OBJECT`);
 * concurrent dispatch: inbound requests run in worker tasks of one anyio task group,
   one request per task at a time, each under its own cancel scope; whenever a request
   is taken while others wait and no worker is free, another worker task starts, so a
@@ -36,6 +38,7 @@ from . import _json
 from .errors import (
     CONNECTION_CLOSED,
     INTERNAL_ERROR,
+    INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
     PARSE_ERROR,
@@ -63,6 +66,8 @@ from .messages import (
 )
 
 __all__ = [
+    "PARAMS_NOT_AN_OBJECT",
+    "Deferred",
     "NotificationHandler",
     "RequestContext",
     "RequestHandler",
@@ -84,6 +89,20 @@ _MAX_PARKED_WORKERS = 32
 
 _FLUSH_JOIN_LIMIT = 64 * 1024
 """Frames are joined into one write while the batch stays under this many bytes."""
+
+ABORT_WAIT = 1.0
+"""Seconds :meth:`Session.settle` gives aborted handlers to unwind before it answers
+for them (a handler that shields itself from cancellation)."""
+
+
+PARAMS_NOT_AN_OBJECT = "params must be an object"
+"""The -32602 message for a request whose ``params`` is a non-empty array.
+
+Every method toolwire serves or calls (MCP, the LSP lifecycle, toolwire's own) takes its
+params by name, as an object. JSON-RPC 2.0 §4.2 also allows an array (by position); an
+*empty* array carries no argument at all and is what some clients send for "no params"
+(Neovim's Lua encodes an empty table as ``[]``), so it is handed to every handler as
+``{}``. A non-empty array is refused with this message before any handler runs."""
 
 
 def is_stray_cancellation() -> bool:
@@ -127,6 +146,8 @@ class RequestContext:
     """
 
     __slots__ = (
+        "_abort_error",
+        "_answered",
         "_batch",
         "_done",
         "_last_progress",
@@ -158,6 +179,8 @@ class RequestContext:
         self._last_progress: float | None = None
         self._batch = batch
         self._on_expiry: Callable[[], Any] | None = None
+        self._abort_error: JsonRpcError | None = None
+        self._answered = False
 
     @property
     def done(self) -> bool:
@@ -169,6 +192,15 @@ class RequestContext:
         if self._done or self.cancelled_by is not None:
             return
         self.cancelled_by = dialect
+        if self._scope is not None:
+            self._scope.cancel()
+
+    def abort(self, error: JsonRpcError) -> None:
+        """Interrupt the handler and answer the request with ``error`` (the host's own
+        cancellation, e.g. at shutdown; the peer's cancellations use :meth:`cancel`)."""
+        if self._done or self.cancelled_by is not None or self._abort_error is not None:
+            return
+        self._abort_error = error
         if self._scope is not None:
             self._scope.cancel()
 
@@ -212,6 +244,25 @@ class RequestContext:
             params["message"] = message
         self.session.notify("notifications/progress", params)
         return True
+
+
+class Deferred:
+    """What an inline request handler returns to answer later.
+
+    An inline handler runs in the read loop, so its effects happen in the order the
+    requests arrived (LSP ``shutdown`` refuses every request read after it). Returning
+    ``Deferred(answer)`` keeps that order but answers with the result of
+    ``await answer()``, run like an ordinary request (concurrently, cancellable, in
+    flight until answered).
+    """
+
+    __slots__ = ("answer",)
+
+    def __init__(self, answer: Callable[[], Awaitable[Any]]) -> None:
+        self.answer = answer
+
+    async def _run(self, params: Any, ctx: RequestContext) -> Any:
+        return await self.answer()
 
 
 class _Batch:
@@ -314,6 +365,8 @@ class Session:
         self._parked: deque[anyio.Event] = deque()
         self._ready = 0
         self._read_scope: anyio.CancelScope | None = None
+        self._flight_changed = anyio.Event()
+        self._finish: tuple[float, JsonRpcError] | None = None
 
     # ----------------------------------------------------------------- properties
 
@@ -510,6 +563,75 @@ class Session:
             pending.event.set()
         self._out_event.set()
 
+    def close_when_answered(self, grace: float, error: JsonRpcError) -> None:
+        """Stop reading now, and close once every inbound request has been answered.
+
+        Requests in flight get ``grace`` seconds to end; then they are aborted and
+        answered with ``error`` (see :meth:`settle`). Input after this call is not read.
+        Used for LSP ``exit``: the host ends only once it answered everything.
+        """
+        if self._closing or self._finish is not None:
+            return
+        self._finish = (grace, error)
+        if self._read_scope is not None:
+            self._read_scope.cancel()
+
+    def _note_flight_change(self) -> None:
+        event, self._flight_changed = self._flight_changed, anyio.Event()
+        event.set()
+
+    async def settle(
+        self, grace: float, error: JsonRpcError, *, exclude: RequestContext | None = None
+    ) -> None:
+        """Make sure every inbound request in flight (but ``exclude``) gets its response.
+
+        Waits up to ``grace`` seconds for them to end by themselves; the rest are
+        aborted (:meth:`RequestContext.abort`) and answered with ``error``. A handler
+        still running :data:`ABORT_WAIT` seconds after its abort is answered for at
+        once; its late result is then dropped, so no request is answered twice.
+        Requests the peer cancelled in the MCP dialect are owed nothing and not waited for.
+        """
+
+        def others() -> list[RequestContext]:
+            return [c for c in self._in_flight.values() if c is not exclude]
+
+        async def wait_until_none(seconds: float) -> None:
+            with anyio.move_on_after(seconds):
+                while True:
+                    changed = self._flight_changed
+                    if not others():
+                        return
+                    await changed.wait()
+
+        await wait_until_none(grace)
+        rest = others()
+        if not rest:
+            return
+        log.warning(
+            "%s: %d request(s) still running after %gs; cancelling them",
+            self.name,
+            len(rest),
+            grace,
+        )
+        for ctx in rest:
+            ctx.abort(error)
+        await wait_until_none(ABORT_WAIT)
+        for ctx in others():
+            self._answer_now(ctx, error)
+
+    def _answer_now(self, ctx: RequestContext, error: JsonRpcError) -> None:
+        """Answer a request whose handler is still running; its own reply is dropped."""
+        ctx._answered = True
+        ctx._done = True
+        if self._in_flight.get(ctx.id) is ctx:
+            del self._in_flight[ctx.id]
+        reply = error_response(ctx.id, error)
+        if ctx._batch is not None:
+            ctx._batch.finish_one(reply)
+        else:
+            self._send_reply(reply)
+        self._note_flight_change()
+
     async def serve(self) -> None:
         """Run the connection until the peer's EOF or :meth:`close`.
 
@@ -526,6 +648,9 @@ class Session:
                             self._read_scope = read_scope
                             if not self._closing:
                                 await self._read_loop(tg)
+                        if self._finish is not None and not self._closing:
+                            # close_when_answered(): answer everything, then close.
+                            await self.settle(*self._finish)
                         # EOF or close(): interrupt whatever is still running.
                         self.close()
                 finally:
@@ -661,11 +786,27 @@ class Session:
             )
             return
         inline = self.inline_request_handlers.get(req.method)
+        handler = self.request_handlers.get(req.method) if inline is None else None
+        params = req.params
+        if (inline is not None or handler is not None) and type(params) is list:
+            if params:
+                self._reply(
+                    batch,
+                    error_response(req.id, JsonRpcError(INVALID_PARAMS, PARAMS_NOT_AN_OBJECT)),
+                )
+                return
+            params = {}
         if inline is not None:
-            ctx = RequestContext(self, req.id, req.method, req.params, batch)
+            ctx = RequestContext(self, req.id, req.method, params, batch)
             ctx._done = True
             try:
-                reply = {"jsonrpc": "2.0", "id": req.id, "result": inline(req.params, ctx)}
+                result = inline(params, ctx)
+                if type(result) is Deferred:
+                    # Its effects happened in order; the answer comes when it is ready.
+                    ctx._done = False
+                    self._queue_job(result._run, params, ctx, tg)
+                    return
+                reply = {"jsonrpc": "2.0", "id": req.id, "result": result}
             except JsonRpcError as exc:
                 reply = error_response(req.id, exc)
             except Exception:
@@ -673,7 +814,6 @@ class Session:
                 reply = error_response(req.id, JsonRpcError(INTERNAL_ERROR, "Internal error"))
             self._reply(batch, reply)
             return
-        handler = self.request_handlers.get(req.method)
         if handler is None:
             if self.unknown_method_handler is not None:
                 err = self.unknown_method_handler(req.method)
@@ -683,9 +823,15 @@ class Session:
                 )
             self._reply(batch, error_response(req.id, err))
             return
-        ctx = RequestContext(self, req.id, req.method, req.params, batch)
-        self._in_flight[req.id] = ctx
-        self._jobs.append((handler, req.params, ctx))
+        self._queue_job(
+            handler, params, RequestContext(self, req.id, req.method, params, batch), tg
+        )
+
+    def _queue_job(
+        self, handler: RequestHandler, params: Any, ctx: RequestContext, tg: TaskGroup
+    ) -> None:
+        self._in_flight[ctx.id] = ctx
+        self._jobs.append((handler, params, ctx))
         if self._parked:
             self._ready += 1
             self._parked.popleft().set()
@@ -737,7 +883,7 @@ class Session:
         try:
             with anyio.CancelScope() as scope:
                 ctx._scope = scope
-                if ctx.cancelled_by is not None:
+                if ctx.cancelled_by is not None or ctx._abort_error is not None:
                     scope.cancel()
                 try:
                     result = await handler(params, ctx)
@@ -754,7 +900,9 @@ class Session:
                 except Exception:
                     log.exception("%s: handler for %s failed", self.name, ctx.method)
                     reply = error_response(ctx.id, JsonRpcError(INTERNAL_ERROR, "Internal error"))
-            if ctx.cancelled_by == "lsp":
+            if ctx._abort_error is not None and (reply is None or scope.cancelled_caught):
+                reply = error_response(ctx.id, ctx._abort_error)
+            elif ctx.cancelled_by == "lsp":
                 reply = error_response(ctx.id, JsonRpcError(REQUEST_CANCELLED, "Request cancelled"))
             elif ctx.cancelled_by == "mcp":
                 reply = None  # MCP: nothing more is sent for a cancelled request
@@ -765,11 +913,15 @@ class Session:
                     log.exception("%s: expiry handler for %s failed", self.name, ctx.method)
                     reply = error_response(ctx.id, JsonRpcError(INTERNAL_ERROR, "Internal error"))
         finally:
+            answered = ctx._answered  # settle() answered for it already
             ctx._done = True
             if self._in_flight.get(ctx.id) is ctx:
                 del self._in_flight[ctx.id]
-            if ctx._batch is not None:
+            if ctx._batch is not None and not answered:
                 ctx._batch.outstanding -= 1
+            self._note_flight_change()
+        if answered:
+            return
         if ctx._batch is not None:
             ctx._batch.add(reply)
             ctx._batch.flush_if_done()
@@ -779,6 +931,13 @@ class Session:
     def _dispatch_notification(self, note: Notification) -> None:
         method = note.method
         params = note.params
+        if type(params) is list:
+            if params:
+                log.warning(
+                    "%s: ignoring notification %s: %s", self.name, method, PARAMS_NOT_AN_OBJECT
+                )
+                return
+            params = {}
         if method == "notifications/cancelled":
             if type(params) is dict:
                 rid = params.get("requestId")
@@ -788,6 +947,7 @@ class Session:
                     target.cancel("mcp")
                     # Nothing more is sent for it, so its id is free at once.
                     del self._in_flight[target.id]
+                    self._note_flight_change()
             return
         if method == "$/cancelRequest":
             if type(params) is dict:
