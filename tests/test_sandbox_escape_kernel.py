@@ -22,7 +22,6 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
 import pytest
 
@@ -234,8 +233,10 @@ def test_the_host_installation_inside_the_root_is_read_only(tmp_path: Path) -> N
     root.mkdir()
     py = _venv_in(root)
     tag = secrets.token_hex(4)
-    with mock.patch.object(sys, "executable", str(py)):  # HostProcess starts sys.executable
-        h = HostProcess(["--root", str(root), "--sandbox", "bwrap"])
+    h = HostProcess(
+        ["--root", str(root), "--sandbox", "bwrap"],
+        command=[str(py), "-P", "-m", "toolwire.host"],  # the host runs from the root's venv
+    )
     with h:
         h.initialize()
         prefix = _sh(h, "echo prefix=$(cat .venv/pyvenv.cfg | head -1)")
