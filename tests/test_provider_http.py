@@ -194,7 +194,13 @@ async def test_request_body_headers_and_tool_call_answer() -> None:
             "function": {
                 "name": "read",
                 "description": "Read a file.",
-                "parameters": READ.input_schema,
+                "parameters": {
+                    "type": "object",
+                    "properties": {"path": {"type": "string"}},
+                    "required": ["path"],
+                    "additionalProperties": False,
+                },
+                "strict": True,
             },
         }
     ]
