@@ -22,7 +22,7 @@ from toolwire.models import (
 from ..conversation import StopReason, ToolCall
 from ..partial_json import ArgumentsError, parse_final_arguments, parse_partial_arguments
 from ._names import NameRule, wire_names
-from ._schema import Restore, same
+from ._schema import Restore, resolve_pointer, same
 
 PROMPT_SNIPPET_META_KEY = "toolwire/promptSnippet"
 """Key under a tool definition's ``_meta``: a one-line description for the system prompt."""
@@ -31,8 +31,26 @@ PROMPT_GUIDELINES_META_KEY = "toolwire/promptGuidelines"
 
 
 def parameters_of(tool: ToolDefinition) -> dict[str, Any]:
-    """The tool's input schema as an object schema (a copy; ``properties`` always present)."""
+    """The tool's input schema as an object schema (a copy; ``properties`` always present).
+
+    A root that is only a ``$ref`` (pydantic's form for a recursive model) is replaced by
+    its target, its ``$defs`` kept, since providers want the object at the root.
+    """
     schema = copy.deepcopy(tool.input_schema) if isinstance(tool.input_schema, dict) else {}
+    ref = schema.get("$ref")
+    if isinstance(ref, str):
+        target = resolve_pointer(schema, ref)
+        if isinstance(target, dict) and ref != "#":
+            del schema["$ref"]
+            merged = copy.deepcopy(target)
+            for key, value in schema.items():
+                if key == "properties" and isinstance(value, dict):
+                    merged[key] = {**merged.get(key, {}), **value}
+                elif key == "required" and isinstance(value, list):
+                    merged[key] = list(dict.fromkeys([*merged.get(key, []), *value]))
+                else:
+                    merged[key] = value
+            schema = merged
     schema.setdefault("type", "object")
     if schema.get("type") == "object":
         schema.setdefault("properties", {})

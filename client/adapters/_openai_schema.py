@@ -203,7 +203,11 @@ def strict_parameters(schema: Mapping[str, Any]) -> tuple[dict[str, Any], Restor
             arms = node["anyOf"]
             if not isinstance(arms, list) or not arms:
                 raise _NotStrict
-            branches = [convert(a, stack) for a in arms]
+            # The node's constraints apply to every arm: move them there.
+            moved = {k: v for k, v in node.items() if k in _KEPT - {"type", "description"}}
+            for k in moved:
+                out.pop(k, None)
+            branches = [convert({**moved, **a} if isinstance(a, dict) else a, stack) for a in arms]
             out["anyOf"] = [b for b, _ in branches]
             restore = _branch_restore(branches)
         if "object" in names:
