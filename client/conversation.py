@@ -19,6 +19,7 @@ from toolwire.models import CallToolResult, ContentBlock, TextContent
 __all__ = [
     "AssistantMessage",
     "Message",
+    "ReasoningBlock",
     "StopReason",
     "ToolCall",
     "ToolResultMessage",
@@ -49,12 +50,36 @@ class ToolCall:
         arguments: the arguments object.
         invalid_arguments: set when the model's argument text was not a JSON object
             (the parse error); such a call is not executed, it gets an error result.
+        thought_signature: Gemini's opaque ``thoughtSignature`` of the ``functionCall``
+            part, sent back unchanged with the call on the next request (Gemini refuses
+            a turn of a thinking model whose calls lost it).
     """
 
     id: str
     name: str
     arguments: dict[str, Any] = field(default_factory=dict)
     invalid_arguments: str | None = None
+    thought_signature: str | None = None
+
+
+@dataclass
+class ReasoningBlock:
+    """Reasoning data of a model turn, kept verbatim to be sent back on the next request.
+
+    Attributes:
+        api: the format it came from and may go back to: ``"anthropic"`` (a
+            ``thinking`` or ``redacted_thinking`` content block, with its
+            ``signature``/``data``), ``"openai-responses"`` (a ``reasoning`` output
+            item, with ``encrypted_content`` when asked for) or ``"gemini"`` (a
+            ``thought`` part, or the ``thoughtSignature`` of a text part).
+        data: the block, item or part exactly as the provider sent it.
+        index: its position among the message's content blocks / output items / parts,
+            so it goes back where it was.
+    """
+
+    api: str
+    data: dict[str, Any]
+    index: int = 0
 
 
 @dataclass
@@ -76,6 +101,8 @@ class AssistantMessage:
         stop_reason: see :data:`StopReason`.
         error: the provider's error message when ``stop_reason`` is ``"error"``.
         usage: token counts as the provider reported them (free-form), if any.
+        reasoning: the provider's reasoning blocks (thinking with signatures, encrypted
+            reasoning items, thought signatures), sent back unchanged to the same API.
     """
 
     text: str = ""
@@ -83,6 +110,7 @@ class AssistantMessage:
     stop_reason: StopReason = "stop"
     error: str | None = None
     usage: dict[str, Any] | None = None
+    reasoning: list[ReasoningBlock] = field(default_factory=list)
     timestamp: int = field(default_factory=now_ms)
     role: Literal["assistant"] = "assistant"
 

@@ -3,18 +3,21 @@
 Two parsers, for the two moments of a streamed tool call:
 
 * :func:`parse_partial_arguments`: while deltas arrive, for a UI. Blank text is ``{}``;
-  text that parses is used as it is; otherwise the longest prefix that can be closed
-  (open strings and containers closed, a dangling key, colon or comma dropped) is
-  used; failing all that, ``{}``. Never raises.
+  otherwise ``pydantic_core.from_json(text, allow_partial="trailing-strings")`` reads the
+  longest complete prefix (open strings kept as far as they go, open containers
+  closed, a dangling key or value dropped); anything that is not an object, or not
+  JSON at all, is ``{}``. Never raises.
 * :func:`parse_final_arguments`: once the call is complete. Blank text is ``{}``;
-  anything else must be one JSON object, or :class:`ArgumentsError` says why. A call
-  whose final text does not parse is never executed with guessed arguments.
+  anything else must be exactly one JSON object, or :class:`ArgumentsError` says why. A
+  call whose final text does not parse is never executed with guessed arguments.
 """
 
 from __future__ import annotations
 
 import json
 from typing import Any
+
+import pydantic_core
 
 __all__ = ["ArgumentsError", "parse_final_arguments", "parse_partial_arguments"]
 
@@ -33,7 +36,8 @@ def parse_final_arguments(text: str) -> dict[str, Any]:
         The arguments object; ``{}`` for blank text (a call without arguments).
 
     Raises:
-        ArgumentsError: the text is not valid JSON, or not an object.
+        ArgumentsError: the text is not valid JSON (RFC 8259: one value, nothing after
+            it), or not an object.
     """
     if not text.strip():
         return {}
@@ -50,59 +54,13 @@ def parse_partial_arguments(text: str) -> dict[str, Any]:
     """Best-effort arguments from a prefix of an argument object's JSON text.
 
     ``'{"path": "src/ma'`` gives ``{"path": "src/ma"}``; ``'{"a": 1, "b'`` gives
-    ``{"a": 1}``; ``''`` and anything hopeless give ``{}``. Never raises.
+    ``{"a": 1}``; ``''``, a prefix of something other than an object, and text that is
+    not JSON give ``{}``. Never raises.
     """
-    s = text.strip()
-    if not s:
+    if not text.strip():
         return {}
     try:
-        value = json.loads(s)
+        value = pydantic_core.from_json(text, allow_partial="trailing-strings")
     except ValueError:
-        value = _complete_prefix(s)
+        return {}
     return value if isinstance(value, dict) else {}
-
-
-def _complete_prefix(s: str) -> Any:
-    """Close the longest prefix of ``s`` that becomes valid JSON; None when none does.
-
-    One scan records cut points: right after an opening bracket and right before a
-    comma (outside strings), each with the stack of containers open there. The whole
-    text (an open string closed, a dangling escape dropped) is tried first, then the
-    cut points from the end.
-    """
-    stack: list[str] = []
-    cuts: list[tuple[int, str]] = []
-    in_string = False
-    escape = False
-    for i, ch in enumerate(s):
-        if in_string:
-            if escape:
-                escape = False
-            elif ch == "\\":
-                escape = True
-            elif ch == '"':
-                in_string = False
-            continue
-        if ch == '"':
-            in_string = True
-        elif ch in "{[":
-            stack.append("}" if ch == "{" else "]")
-            cuts.append((i + 1, "".join(reversed(stack))))
-        elif ch in "}]":
-            if stack:
-                stack.pop()
-        elif ch == ",":
-            cuts.append((i, "".join(reversed(stack))))
-    tail = s
-    if in_string:
-        if escape:
-            tail = tail[:-1]
-        tail += '"'
-    candidates = [tail + "".join(reversed(stack))]
-    candidates += [s[:pos] + closers for pos, closers in reversed(cuts)]
-    for candidate in candidates:
-        try:
-            return json.loads(candidate)
-        except ValueError:
-            continue
-    return None

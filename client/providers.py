@@ -27,8 +27,9 @@ from toolwire.models import ToolDefinition
 
 from .adapters import (
     OpenAIChatStream,
+    ProviderTools,
     assistant_from_openai_chat,
-    openai_chat_tool,
+    openai_chat_tools,
     to_openai_chat_messages,
 )
 from .conversation import AssistantMessage, Message
@@ -200,7 +201,8 @@ class OpenAIChatProvider:
         extra_body: more members for the request body (``temperature``,
             ``max_tokens``, ...).
         headers: more HTTP headers.
-        strict_tools: set ``strict: true`` on tools whose schema allows it.
+        strict_tools: declare tools in OpenAI's strict form (``strict: true``) where
+            their schema can be written so without loosening it.
         http_client: an ``httpx.AsyncClient`` to use (and not close); default: a new
             one per request.
     """
@@ -230,14 +232,21 @@ class OpenAIChatProvider:
         self.strict_tools = strict_tools
         self.http_client = http_client
 
-    def request_body(self, request: ModelRequest) -> dict[str, Any]:
+    def tool_set(self, request: ModelRequest) -> ProviderTools:
+        """The request's tools as this API takes them (names, schemas, the way back)."""
+        return openai_chat_tools(request.tools, strict=self.strict_tools)
+
+    def request_body(
+        self, request: ModelRequest, tools: ProviderTools | None = None
+    ) -> dict[str, Any]:
         """The JSON body for ``request`` (exposed for tests and logging)."""
+        tools = tools if tools is not None else self.tool_set(request)
         body: dict[str, Any] = {
             "model": self.model,
-            "messages": to_openai_chat_messages(request.messages, request.system_prompt),
+            "messages": to_openai_chat_messages(request.messages, request.system_prompt, tools),
         }
-        if request.tools:
-            body["tools"] = [openai_chat_tool(t, strict=self.strict_tools) for t in request.tools]
+        if tools.declarations:
+            body["tools"] = tools.declarations
         if self.stream:
             body["stream"] = True
             body["stream_options"] = {"include_usage": True}
@@ -257,12 +266,13 @@ class OpenAIChatProvider:
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
         url = f"{self.base_url}/chat/completions"
-        body = self.request_body(request)
+        tools = self.tool_set(request)
+        body = self.request_body(request, tools)
         try:
             if self.http_client is not None:
-                return await self._post(self.http_client, url, body, headers, on_text)
+                return await self._post(self.http_client, url, body, headers, on_text, tools)
             async with httpx.AsyncClient(timeout=self.timeout) as client:
-                return await self._post(client, url, body, headers, on_text)
+                return await self._post(client, url, body, headers, on_text, tools)
         except httpx.HTTPError as exc:
             raise ProviderError(f"request to {url} failed: {type(exc).__name__}: {exc}") from exc
 
@@ -273,6 +283,7 @@ class OpenAIChatProvider:
         body: dict[str, Any],
         headers: dict[str, str],
         on_text: TextCallback | None,
+        tools: ProviderTools,
     ) -> AssistantMessage:
         async with client.stream(
             "POST", url, json=body, headers=headers, timeout=self.timeout
@@ -294,11 +305,11 @@ class OpenAIChatProvider:
                     raise ProviderError(f"{url} answered with JSON that is not an object")
                 if "error" in data and "choices" not in data:
                     raise ProviderError(f"{url} answered with an error: {data['error']}")
-                message = assistant_from_openai_chat(data)
+                message = assistant_from_openai_chat(data, tools)
                 if on_text is not None and message.text:
                     on_text(message.text)
                 return message
-            assembler = OpenAIChatStream()
+            assembler = OpenAIChatStream(tools)
             async for data_text in iter_sse_data(resp.aiter_lines()):
                 if data_text.strip() == "[DONE]":
                     break

@@ -564,6 +564,27 @@ def _to_boolean(x: Any) -> Any:
     return _MISSING
 
 
+def _implied_type(node: dict[str, Any]) -> list[str] | None:
+    """The types a node's ``enum``/``const`` values have, for a node without ``type``.
+
+    So ``{"enum": [1, 2, 3]}`` coerces ``"2"`` to ``2`` as ``{"type": "integer", ...}``
+    would (a model often sends an enum's number as a string). None without either
+    keyword.
+    """
+    if "const" in node:
+        values = [node["const"]]
+    elif type(node.get("enum")) is list:
+        values = node["enum"]
+    else:
+        return None
+    names: list[str] = []
+    for v in values:
+        name = _json_type(v)
+        if name not in names:
+            names.append(name)
+    return names or None
+
+
 def _to_null(x: Any) -> Any:
     t = type(x)
     if (t is str and x == "") or ((t is int or t is float) and x == 0) or x is False:
@@ -714,6 +735,8 @@ class ArgumentSchema:
         * anyOf/oneOf: a value valid against an arm as it is stays; otherwise each arm
           coerces a copy and the first copy that validates is kept (else unchanged).
         * allOf: coerced through each arm in turn; ``$ref``: through its target.
+        * a node without ``type`` but with ``enum``/``const`` coerces towards the types of
+          those values (``enum: [1, 2]`` turns ``"2"`` into ``2``).
         """
         try:
             return self._coerce(self.schema, instance, 0)
@@ -732,6 +755,8 @@ class ArgumentSchema:
             if target is not None:
                 x = self._coerce(target, x, depth + 1)
         t = node.get("type")
+        if t is None:
+            t = _implied_type(node)
         if t is not None:
             names = [t] if type(t) is str else t if type(t) is list else []
             if names and not any(type_matches(x, n) for n in names if type(n) is str):

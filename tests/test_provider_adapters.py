@@ -69,22 +69,72 @@ NO_PARAMS = ToolDefinition(name="now", input_schema={"type": "object"})
 # --------------------------------------------------------------------------- definitions
 
 
-def test_openai_chat_tool_shape_and_strict_only_when_allowed() -> None:
-    read = ad.openai_chat_tool(READ)
-    assert read["type"] == "function"
-    assert read["function"]["name"] == "read"
-    assert read["function"]["description"] == "Read a file."
-    assert read["function"]["parameters"] == READ.input_schema
-    assert "strict" not in read["function"]  # "offset" is optional: strict mode can't take it
+# READ in OpenAI's strict form, written from OpenAI's structured-outputs rules: every
+# property required, the optional one nullable, additionalProperties false, no
+# $schema/title/default.
+READ_STRICT = {
+    "type": "object",
+    "properties": {
+        "path": {"type": "string", "description": "File path."},
+        "offset": {"type": ["integer", "null"]},
+    },
+    "required": ["path", "offset"],
+    "additionalProperties": False,
+}
+
+
+def test_openai_chat_tool_shape_in_strict_form() -> None:
+    assert ad.openai_chat_tool(READ) == {
+        "type": "function",
+        "function": {
+            "name": "read",
+            "description": "Read a file.",
+            "parameters": READ_STRICT,
+            "strict": True,
+        },
+    }
     move = ad.openai_chat_tool(STRICT)
     assert move["function"]["strict"] is True
-    assert "strict" not in ad.openai_chat_tool(STRICT, strict=False)["function"]
+    assert move["function"]["parameters"] == STRICT.input_schema
+    assert ad.openai_chat_tool(READ, strict=False)["function"] == {
+        "name": "read",
+        "description": "Read a file.",
+        "parameters": READ.input_schema,
+    }
     # The definition's own schema is never modified.
     ad.openai_chat_tool(NO_PARAMS)
     assert NO_PARAMS.input_schema == {"type": "object"}
     assert ad.openai_chat_tool(NO_PARAMS)["function"]["parameters"] == {
         "type": "object",
         "properties": {},
+        "required": [],
+        "additionalProperties": False,
+    }
+
+
+def test_strict_form_drops_the_null_it_invited_for_an_optional_field() -> None:
+    tools = ad.openai_chat_tools([READ])
+    call = tools.call_from_wire(ToolCall("c", "read", {"path": "a", "offset": None}))
+    assert call.arguments == {"path": "a"}
+    assert tools.call_from_wire(ToolCall("c", "read", {"path": "a", "offset": 2})).arguments == {
+        "path": "a",
+        "offset": 2,
+    }
+
+
+def test_a_map_cannot_be_strict_and_keeps_its_schema() -> None:
+    tool = ToolDefinition(
+        name="env",
+        input_schema={
+            "type": "object",
+            "properties": {"vars": {"type": "object", "additionalProperties": {"type": "string"}}},
+            "required": ["vars"],
+        },
+    )
+    assert ad.openai_chat_tool(tool)["function"] == {
+        "name": "env",
+        "description": "",
+        "parameters": tool.input_schema,
     }
 
 
@@ -94,10 +144,16 @@ def test_openai_responses_tool_is_flat_with_explicit_strict() -> None:
         "type": "function",
         "name": "read",
         "description": "Read a file.",
+        "parameters": READ_STRICT,
+        "strict": True,
+    }
+    assert ad.openai_responses_tool(READ, strict=False) == {
+        "type": "function",
+        "name": "read",
+        "description": "Read a file.",
         "parameters": READ.input_schema,
         "strict": False,
     }
-    assert ad.openai_responses_tool(STRICT)["strict"] is True
 
 
 def test_anthropic_tool_uses_input_schema() -> None:
@@ -181,7 +237,7 @@ def test_strict_rejects_nesting_deeper_than_ten() -> None:
                 "properties": {
                     "item": {
                         "type": "object",
-                        "properties": {"n": {"type": "integer"}},
+                        "properties": {"n": {"type": "integer", "minimum": 0}},
                         "required": ["n"],
                     }
                 },
@@ -217,7 +273,7 @@ def test_strict_rejects_nesting_deeper_than_ten() -> None:
             {"type": "object", "properties": {"n": {"type": "integer", "enum": [1, 2]}}},
             {
                 "type": "object",
-                "properties": {"n": {"type": "integer", "description": "One of: 1, 2"}},
+                "properties": {"n": {"type": "string", "enum": ["1", "2"]}},
             },
         ),
         (
@@ -251,7 +307,32 @@ def test_strict_rejects_nesting_deeper_than_ten() -> None:
                 "properties": {
                     "tree": {
                         "type": "object",
-                        "properties": {"kids": {"type": "array", "items": {"type": "object"}}},
+                        "properties": {
+                            "kids": {
+                                "type": "array",
+                                "items": {
+                                    "type": "object",
+                                    "properties": {
+                                        "kids": {
+                                            "type": "array",
+                                            "items": {
+                                                "type": "object",
+                                                "properties": {
+                                                    "kids": {
+                                                        "type": "array",
+                                                        "items": {
+                                                            "type": "string",
+                                                            "description": "JSON text: a value "
+                                                            "of the same shape as its parent",
+                                                        },
+                                                    }
+                                                },
+                                            },
+                                        }
+                                    },
+                                },
+                            }
+                        },
                     }
                 },
             },
@@ -260,7 +341,15 @@ def test_strict_rejects_nesting_deeper_than_ten() -> None:
             {"type": "object", "properties": {"tags": {"type": "array"}}},
             {
                 "type": "object",
-                "properties": {"tags": {"type": "array", "items": {"type": "string"}}},
+                "properties": {
+                    "tags": {
+                        "type": "array",
+                        "items": {
+                            "type": "string",
+                            "description": "any JSON value, written as JSON text",
+                        },
+                    }
+                },
             },
         ),
     ],
@@ -601,7 +690,7 @@ def test_gemini_calls_without_ids_get_unique_ones() -> None:
         ('{"a": {"b": "x"}, ', {"a": {"b": "x"}}),
         ('{"a": {"b": [{"c": "d', {"a": {"b": [{"c": "d"}]}}),
         ('{"a": "\\u00e9', {"a": "é"}),
-        ('{"a": "\\u00', {}),
+        ('{"a": "\\u00', {"a": ""}),
         ('{"a": "brace } and [ in text', {"a": "brace } and [ in text"}),
         ('{"a": 1}', {"a": 1}),
         ("[1, 2", {}),

@@ -194,7 +194,13 @@ async def test_request_body_headers_and_tool_call_answer() -> None:
             "function": {
                 "name": "read",
                 "description": "Read a file.",
-                "parameters": READ.input_schema,
+                "parameters": {
+                    "type": "object",
+                    "properties": {"path": {"type": "string"}},
+                    "required": ["path"],
+                    "additionalProperties": False,
+                },
+                "strict": True,
             },
         }
     ]
@@ -471,3 +477,86 @@ async def test_toolwire_agent_command_runs_the_loop(tmp_path: Path) -> None:
         "role": "user",
         "content": "please say something",
     }
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_toolwire_agent_runs_a_dotted_tool_twice_under_one_repeated_id(
+    tmp_path: Path, stream: bool
+) -> None:
+    """As llama.cpp answers: two calls, both with id ``call_0``, of a tool named
+    ``ns.mark-file`` (declared under an OpenAI-valid name); both run, both results go back."""
+    import subprocess
+    import sys
+
+    from tests.hostproc import TOOLS_DIR
+
+    m1, m2 = tmp_path / "m1", tmp_path / "m2"
+
+    def call(index: int, path: Path, text: str) -> dict[str, Any]:
+        return {
+            "index": index,
+            "id": "call_0",
+            "type": "function",
+            "function": {
+                "name": "ns_mark-file",
+                "arguments": json.dumps({"path": str(path), "text": text}),
+            },
+        }
+
+    def answer(req: Received) -> Reply:
+        msgs = req.body["messages"]
+        if msgs[-1]["role"] == "tool":
+            if stream:
+                done = {"choices": [{"index": 0, "delta": {"content": "both done"}}]}
+                return Reply(sse=sse(done))
+            return Reply(json_body=text_response("both done"))
+        calls = [call(0, m1, "one"), call(1, m2, "two")]
+        if stream:
+            chunk = {"choices": [{"index": 0, "delta": {"tool_calls": calls}}]}
+            end = {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}
+            return Reply(sse=sse(chunk, end))
+        for c in calls:
+            del c["index"]
+        return Reply(
+            json_body={
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": None, "tool_calls": calls},
+                        "finish_reason": "tool_calls",
+                    }
+                ]
+            }
+        )
+
+    toolwire = str(Path(sys.executable).parent / "toolwire")
+    async with fake_server(answer) as srv:
+        args = [toolwire, "agent", "mark two files", "--model", "m", "--base-url", srv.base_url]
+        if stream:
+            args.append("--stream")
+        proc = await anyio.run_process(
+            [
+                *args,
+                "--no-builtins",
+                "--tools",
+                str(TOOLS_DIR / "dotted_tools.py"),
+                "--root",
+                str(tmp_path),
+            ],
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+    stderr = proc.stderr.decode()
+    assert proc.returncode == 0, stderr
+    assert (m1.read_text(), m2.read_text()) == ("one", "two")
+    first, second = (r.body for r in srv.received)
+    assert [t["function"]["name"] for t in first["tools"]] == ["ns_mark-file"]
+    assistant, *results = second["messages"][-3:]
+    ids = [tc["id"] for tc in assistant["tool_calls"]]
+    assert ids[0] == "call_0" and len(set(ids)) == 2
+    assert [tc["function"]["name"] for tc in assistant["tool_calls"]] == ["ns_mark-file"] * 2
+    assert [(r["role"], r["tool_call_id"], r["content"]) for r in results] == [
+        ("tool", ids[0], "wrote one"),
+        ("tool", ids[1], "wrote two"),
+    ]
+    assert proc.stdout.decode().strip() == "both done"
