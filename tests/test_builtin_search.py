@@ -197,7 +197,20 @@ async def test_find_limit_and_errors(tree: Path) -> None:
         ("[ab]?.c", "ax.c", True),
         ("[!ab]?.c", "ax.c", False),
         ("!*.md", "x.md", False),
+        ("[!]]", "]", False),
+        ("[!]]", "x", True),
+        ("x/a***b", "x/a/y/b", True),
+        ("x/a*b", "x/a/y/b", False),
+        ("src/**", "src/a/b", True),
+        ("*a*a*a*a*a*a*a*a*a*a*a*a*b", "a" * 5000, False),
+        ("*a*a*a*a*a*a*a*a*a*a*a*a*b", "a" * 5000 + "b", True),
     ],
 )
 def test_glob_matcher(glob: str, path: str, hit: bool) -> None:
     assert GlobMatcher(glob)(path) is hit
+
+
+@pytest.mark.parametrize("glob", ["[b-a]", "{a,b}" * 40, "x" * 5000, "[ab", "{a,b"])
+def test_glob_matcher_refuses(glob: str) -> None:
+    with pytest.raises(ValueError):
+        GlobMatcher(glob)
