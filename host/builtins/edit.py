@@ -15,11 +15,14 @@ byte-order mark is kept.
 
 from __future__ import annotations
 
+import array
 import bisect
 import difflib
 import itertools
+import os
 import unicodedata
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Annotated, Any, NotRequired, TypedDict
 
 import anyio.to_thread
@@ -27,9 +30,25 @@ import anyio.to_thread
 from ..context import ToolContext
 from ..hints import Param
 from ..results import ToolError, ToolResult
-from ._common import atomic_write, builtin_tool, display_path, read_regular
+from ..truncate import MAX_BYTES, format_size
+from ._common import atomic_write, builtin_tool, display_path, open_regular
 
-__all__ = ["EditSpec", "apply_edits", "edit", "fuzzy_normalize"]
+__all__ = [
+    "EDIT_MAX_DIFF_BYTES",
+    "EDIT_MAX_FILE_BYTES",
+    "EditSpec",
+    "apply_edits",
+    "edit",
+    "fuzzy_normalize",
+]
+
+EDIT_MAX_FILE_BYTES = 32 * 1024 * 1024
+"""Largest file edit changes (32 MiB). Matching holds a few copies of the text, so
+a bigger file is refused before it is read; bash (sed, a script) handles those."""
+
+EDIT_MAX_DIFF_BYTES = 4 * MAX_BYTES
+"""Most characters of the diff put in the result's details (200 KiB); a longer one
+is cut with a note."""
 
 
 class EditSpec(TypedDict):
@@ -71,6 +90,11 @@ def _fuzzy_line(content: str) -> tuple[str, list[int], list[int]]:
     after it; each segment is normalised on its own. ``nb[k]``/``ob[k]`` are the
     offsets of boundary ``k`` in the normalised and the original line.
     """
+    if content.isascii():
+        # NFKC and the table leave ASCII alone: the maps are the identity.
+        stripped = content.rstrip()
+        ident = list(range(len(stripped) + 1))
+        return stripped, ident, list(ident)
     parts: list[str] = []
     nb = [0]
     ob = [0]
@@ -105,14 +129,6 @@ def fuzzy_normalize(text: str) -> str:
     return "\n".join(_fuzzy_line(line.removesuffix("\r"))[0] for line in text.split("\n"))
 
 
-@dataclass
-class _Line:
-    ostart: int  # offset of the line in the original text
-    fstart: int  # offset of the line in the fuzzy text
-    nb: list[int]
-    ob: list[int]
-
-
 class _Doc:
     """The original text and its two matching spaces with maps back to it."""
 
@@ -134,41 +150,46 @@ class _Doc:
             dropped += 1
             pos = k + 1  # keep the LF
         self.exact = "".join(pieces)
-        self._fuzzy: tuple[str, list[_Line]] | None = None
-        self._fstarts: list[int] = []
+        self._fuzzy: str | None = None
+        # Per line of the original text: its start there and in the fuzzy text.
+        self._ostarts = array.array("q")
+        self._fstarts = array.array("q")
 
     def exact_to_orig(self, x: int) -> int:
         return x + bisect.bisect_left(self.crlf_at, x)
 
     @property
-    def fuzzy(self) -> tuple[str, list[_Line]]:
+    def fuzzy(self) -> str:
+        """The fuzzy text; only line starts are kept, a line's character map is
+        rebuilt when a match lands in it (see :meth:`fuzzy_to_orig`)."""
         if self._fuzzy is None:
-            lines: list[_Line] = []
             out: list[str] = []
             ostart = 0
             fstart = 0
             for raw in self.text.split("\n"):
-                content = raw.removesuffix("\r")
-                norm, nb, ob = _fuzzy_line(content)
-                lines.append(_Line(ostart, fstart, nb, ob))
+                norm = _fuzzy_line(raw.removesuffix("\r"))[0]
+                self._ostarts.append(ostart)
+                self._fstarts.append(fstart)
                 out.append(norm)
                 ostart += len(raw) + 1
                 fstart += len(norm) + 1
-            self._fuzzy = ("\n".join(out), lines)
-            self._fstarts = [ln.fstart for ln in lines]
+            self._fuzzy = "\n".join(out)
         return self._fuzzy
 
     def fuzzy_to_orig(self, x: int, *, end: bool) -> int:
-        _, lines = self.fuzzy
+        self.fuzzy  # noqa: B018 (builds the line starts)
         i = bisect.bisect_right(self._fstarts, x) - 1
-        ln = lines[i]
-        local = x - ln.fstart
-        k = bisect.bisect_left(ln.nb, local)
-        if k >= len(ln.nb):
-            k = len(ln.nb) - 1
-        elif ln.nb[k] != local and not end:
+        ostart = self._ostarts[i]
+        stop = self.text.find("\n", ostart)
+        raw = self.text[ostart : len(self.text) if stop < 0 else stop]
+        _, nb, ob = _fuzzy_line(raw.removesuffix("\r"))
+        local = x - self._fstarts[i]
+        k = bisect.bisect_left(nb, local)
+        if k >= len(nb):
+            k = len(nb) - 1
+        elif nb[k] != local and not end:
             k -= 1  # a start inside a segment moves back to the segment's start
-        return ln.ostart + ln.ob[k]
+        return ostart + ob[k]
 
 
 def _find_all(haystack: str, needle: str) -> list[int]:
@@ -219,8 +240,7 @@ def apply_edits(text: str, edits: list[_Edit], shown: str) -> tuple[str, list[_S
             ranges = [(doc.exact_to_orig(s), doc.exact_to_orig(t)) for s, t in found]
         else:
             fold = fuzzy_normalize(old)
-            ftext, _ = doc.fuzzy
-            hits = _find_all(ftext, fold) if fold.strip() else []
+            hits = _find_all(doc.fuzzy, fold) if fold.strip() else []
             if not hits:
                 raise ToolError(
                     f"Could not find {label} in {shown}. It must match the file exactly, "
@@ -273,6 +293,9 @@ def _diff(old: str, new: str, shown: str) -> tuple[str, int]:
         line if line.endswith("\n") else line + "\n\\ No newline at end of file\n"
         for line in difflib.unified_diff(a, b, f"a/{shown}", f"b/{shown}", n=3)
     )
+    if len(diff) > EDIT_MAX_DIFF_BYTES:
+        cut = diff.rfind("\n", 0, EDIT_MAX_DIFF_BYTES) + 1
+        diff = diff[:cut] + f"[diff cut at {format_size(EDIT_MAX_DIFF_BYTES)}]\n"
     first = 1
     for i, (x, y) in enumerate(zip(a, b, strict=False)):
         if x != y:
@@ -321,7 +344,31 @@ async def edit(
     real = ctx.env.resolve(path, must_exist=True)
     shown = display_path(real, ctx.env.cwd)
     # Edits of one file never overlap: the executor's per-file mutation queue (mutates).
-    data = await anyio.to_thread.run_sync(read_regular, real, shown, ctx.env.root)
+    result: ToolResult = await anyio.to_thread.run_sync(
+        _edit_file, real, shown, ctx.env.root, specs
+    )
+    return result
+
+
+def _read_bounded(real: Path, shown: str, within: Path | None) -> bytes:
+    """The file's bytes, refusing a file over :data:`EDIT_MAX_FILE_BYTES` (checked on
+    the open file, and again while reading, so a growing file is refused too)."""
+    fd = open_regular(real, shown, within)
+    with os.fdopen(fd, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        data = f.read(EDIT_MAX_FILE_BYTES + 1) if size <= EDIT_MAX_FILE_BYTES else b""
+        if size > EDIT_MAX_FILE_BYTES or len(data) > EDIT_MAX_FILE_BYTES:
+            raise ToolError(
+                f"{shown} is {format_size(max(size, len(data)))}, more than the "
+                f"{format_size(EDIT_MAX_FILE_BYTES)} edit changes; use bash (sed, a script) "
+                "for a file this large"
+            )
+    return data
+
+
+def _edit_file(real: Path, shown: str, within: Path | None, specs: list[_Edit]) -> ToolResult:
+    """The whole edit, in a worker thread: read, match, write, diff."""
+    data = _read_bounded(real, shown, within)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -329,13 +376,12 @@ async def edit(
             f"{shown} is not valid UTF-8 (byte {exc.start}); edit cannot change it "
             "without damaging it"
         ) from None
+    del data
     bom = text.startswith("\ufeff")
     body = text[1:] if bom else text
+    del text
     new_body, spans = apply_edits(body, specs, shown)
-    new_text = ("\ufeff" if bom else "") + new_body
-    await anyio.to_thread.run_sync(
-        atomic_write, real, new_text.encode("utf-8"), shown, ctx.env.root
-    )
+    atomic_write(real, (("\ufeff" if bom else "") + new_body).encode("utf-8"), shown, within)
     diff, first = _diff(body, new_body, shown)
     n = len(spans)
     details: dict[str, Any] = {"diff": diff, "firstChangedLine": first, "replacements": n}
