@@ -20,6 +20,7 @@ import bisect
 import difflib
 import itertools
 import os
+import re
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
@@ -163,17 +164,19 @@ class _Doc:
         """The fuzzy text; only line starts are kept, a line's character map is
         rebuilt when a match lands in it (see :meth:`fuzzy_to_orig`)."""
         if self._fuzzy is None:
-            out: list[str] = []
-            ostart = 0
-            fstart = 0
-            for raw in self.text.split("\n"):
-                norm = _fuzzy_line(raw.removesuffix("\r"))[0]
-                self._ostarts.append(ostart)
-                self._fstarts.append(fstart)
-                out.append(norm)
-                ostart += len(raw) + 1
-                fstart += len(norm) + 1
-            self._fuzzy = "\n".join(out)
+            raws = self.text.split("\n")
+            # An ASCII line only loses its trailing whitespace (CR included).
+            norms = [
+                r.rstrip() if r.isascii() else _fuzzy_line(r.removesuffix("\r"))[0] for r in raws
+            ]
+            self._ostarts = array.array(
+                "q", itertools.accumulate((len(r) + 1 for r in raws), initial=0)
+            )
+            self._fstarts = array.array(
+                "q", itertools.accumulate((len(n) + 1 for n in norms), initial=0)
+            )
+            del raws
+            self._fuzzy = "\n".join(norms)
         return self._fuzzy
 
     def fuzzy_to_orig(self, x: int, *, end: bool) -> int:
@@ -286,11 +289,53 @@ def apply_edits(text: str, edits: list[_Edit], shown: str) -> tuple[str, list[_S
     return result, spans
 
 
-def _diff(old: str, new: str, shown: str) -> tuple[str, int]:
-    a = old.splitlines(keepends=True)
-    b = new.splitlines(keepends=True)
+def _count_breaks(text: str, end: int) -> int:
+    """Line breaks in ``text[:end]`` as ``str.splitlines`` sees them (CRLF once)."""
+    n = text.count("\n", 0, end) + text.count("\r", 0, end) - text.count("\r\n", 0, end)
+    return n + sum(text.count(c, 0, end) for c in "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
+
+
+_HUNK = re.compile(r"@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@")
+
+
+def _window(old: str, new: str, spans: list[_Span]) -> tuple[int, int, int]:
+    """``(start, old_end, new_end)``: the part of both texts that holds every change
+    plus 3 lines on each side; before ``start`` and after the ends they are equal."""
+    start = min(sp.start for sp in spans)
+    stop = max(sp.end for sp in spans)
+    ws = old.rfind("\n", 0, start) + 1
+    for _ in range(3):
+        if ws == 0:
+            break
+        ws = old.rfind("\n", 0, ws - 1) + 1
+    we = old.find("\n", stop)
+    for _ in range(3):
+        if we < 0:
+            break
+        we = old.find("\n", we + 1)
+    old_end = len(old) if we < 0 else we + 1
+    return ws, old_end, old_end + len(new) - len(old)
+
+
+def _diff(old: str, new: str, shown: str, spans: list[_Span]) -> tuple[str, int]:
+    """A unified diff (3 lines of context) of the changed window only, with its hunk
+    line numbers shifted to the whole file; and the first changed line (1-based)."""
+    ws, old_end, new_end = _window(old, new, spans)
+    offset = _count_breaks(old, ws)
+    a = old[ws:old_end].splitlines(keepends=True)
+    b = new[ws:new_end].splitlines(keepends=True)
+
+    def shift(line: str) -> str:
+        m = _HUNK.match(line)
+        if m is None:
+            return line
+        return (
+            f"@@ -{int(m.group(1)) + offset}{m.group(2) or ''} "
+            f"+{int(m.group(3)) + offset}{m.group(4) or ''} @@" + line[m.end() :]
+        )
+
     diff = "".join(
-        line if line.endswith("\n") else line + "\n\\ No newline at end of file\n"
+        shift(line) if line.endswith("\n") else line + "\n\\ No newline at end of file\n"
         for line in difflib.unified_diff(a, b, f"a/{shown}", f"b/{shown}", n=3)
     )
     if len(diff) > EDIT_MAX_DIFF_BYTES:
@@ -303,7 +348,7 @@ def _diff(old: str, new: str, shown: str) -> tuple[str, int]:
             break
     else:
         first = min(len(a), len(b)) + 1
-    return diff, first
+    return diff, first + offset
 
 
 def _legacy_single_edit(raw: Any) -> Any:
@@ -382,7 +427,7 @@ def _edit_file(real: Path, shown: str, within: Path | None, specs: list[_Edit]) 
     del text
     new_body, spans = apply_edits(body, specs, shown)
     atomic_write(real, (("\ufeff" if bom else "") + new_body).encode("utf-8"), shown, within)
-    diff, first = _diff(body, new_body, shown)
+    diff, first = _diff(body, new_body, shown, spans)
     n = len(spans)
     details: dict[str, Any] = {"diff": diff, "firstChangedLine": first, "replacements": n}
     return ToolResult(
