@@ -236,3 +236,31 @@ def test_grep_over_one_huge_line(host: HostProcess, root: Path) -> None:
     assert out.startswith("one.txt:1: needle zzz") and "... [truncated]" in out
     assert len(out) < 2000
     assert growth < 100 * MiB, f"host grew by {growth / MiB:.0f} MiB"
+
+
+def test_fuzzy_edit_in_one_huge_non_ascii_line(host: HostProcess, root: Path) -> None:
+    # One 2 MB line of non-ASCII text; the oldText matches only fuzzily. The old
+    # edit built two lists of integers per character of the line.
+    unit = "caf\u00e9 \u201cquoted\u201d \u2014 "
+    line = unit * (2 * MiB // len(unit.encode()))
+    (root / "wide.txt").write_text("head\n" + line + "TARGET \u201cend\u201d\n")
+    before = vm_hwm(host)
+    resp, _ = call_with_pings(
+        host, "edit", {"path": "wide.txt", "oldText": 'TARGET "end"', "newText": "done"}
+    )
+    growth = grown(host, before)
+    assert not resp["result"].get("isError"), resp
+    assert (root / "wide.txt").read_text().endswith(unit + "done\n")
+    assert growth < 400 * MiB, f"host grew by {growth / MiB:.0f} MiB"
+
+
+def test_replace_all_of_millions_is_refused(host: HostProcess, root: Path) -> None:
+    (root / "as.txt").write_text("a" * (4 * MiB) + "\n")
+    before = vm_hwm(host)
+    resp, _ = call_with_pings(
+        host, "edit", {"path": "as.txt", "oldText": "a", "newText": "bb", "replaceAll": True}
+    )
+    growth = grown(host, before)
+    assert resp["result"]["isError"] and "more than the 100000 replacements" in text_of(resp)
+    assert (root / "as.txt").read_text() == "a" * (4 * MiB) + "\n"
+    assert growth < 100 * MiB, f"host grew by {growth / MiB:.0f} MiB"

@@ -22,6 +22,7 @@ import itertools
 import os
 import re
 import unicodedata
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, NotRequired, TypedDict
@@ -36,6 +37,7 @@ from ._common import atomic_write, builtin_tool, display_path, open_regular
 
 __all__ = [
     "EDIT_MAX_DIFF_BYTES",
+    "EDIT_MAX_REPLACEMENTS",
     "EDIT_MAX_FILE_BYTES",
     "EditSpec",
     "apply_edits",
@@ -46,6 +48,10 @@ __all__ = [
 EDIT_MAX_FILE_BYTES = 32 * 1024 * 1024
 """Largest file edit changes (32 MiB). Matching holds a few copies of the text, so
 a bigger file is refused before it is read; bash (sed, a script) handles those."""
+
+EDIT_MAX_REPLACEMENTS = 100_000
+"""Most replacements one edit makes (replaceAll of a one-character oldText in a big
+file would otherwise hold millions of match records)."""
 
 EDIT_MAX_DIFF_BYTES = 4 * MAX_BYTES
 """Most characters of the diff put in the result's details (200 KiB); a longer one
@@ -84,50 +90,68 @@ def _fuzzy_segment(seg: str) -> str:
     return unicodedata.normalize("NFKC", seg).translate(_FUZZY_TABLE)
 
 
-def _fuzzy_line(content: str) -> tuple[str, list[int], list[int]]:
-    """Normalise one line; return it with matching boundary offsets.
-
-    The line is cut into segments, each a starter character and the combining marks
-    after it; each segment is normalised on its own. ``nb[k]``/``ob[k]`` are the
-    offsets of boundary ``k`` in the normalised and the original line.
-    """
-    if content.isascii():
-        # NFKC and the table leave ASCII alone: the maps are the identity.
-        stripped = content.rstrip()
-        ident = list(range(len(stripped) + 1))
-        return stripped, ident, list(ident)
-    parts: list[str] = []
-    nb = [0]
-    ob = [0]
-    n = 0
+def _segments(content: str) -> Iterator[tuple[int, str]]:
+    """``(end, normalised)`` for each segment of a line: a starter character and the
+    combining marks after it, normalised on its own; ``end`` is the offset in
+    ``content`` where the segment ends."""
     i = 0
     length = len(content)
     while i < length:
         j = i + 1
         while j < length and unicodedata.combining(content[j]):
             j += 1
-        norm = _fuzzy_segment(content[i:j])
-        parts.append(norm)
-        n += len(norm)
-        nb.append(n)
-        ob.append(j)
+        yield j, _fuzzy_segment(content[i:j])
         i = j
-    text = "".join(parts)
-    stripped = text.rstrip()
-    if len(stripped) < len(text):
-        # Keep boundaries up to the end of the kept text (one exists there: the
-        # stripped characters are whitespace starters).
-        k = bisect.bisect_left(nb, len(stripped))
-        nb = nb[: k + 1]
-        ob = ob[: k + 1]
-        nb[-1] = len(stripped)
-    return stripped, nb, ob
+
+
+def _fuzzy_line(content: str) -> str:
+    """One line (without its line break) in fuzzy form, trailing whitespace dropped."""
+    if content.isascii():
+        # NFKC and the table leave ASCII alone.
+        return content.rstrip()
+    out: list[str] = []
+    batch: list[str] = []
+    for _, norm in _segments(content):
+        batch.append(norm)
+        if len(batch) >= 4096:  # join as it goes: no list of millions of pieces
+            out.append("".join(batch))
+            batch = []
+    out.append("".join(batch))
+    return "".join(out).rstrip()
+
+
+def _fuzzy_to_line_offset(content: str, local: int, kept: int, *, end: bool) -> int:
+    """Map offset ``local`` of ``content``'s fuzzy form back to ``content``.
+
+    Segment boundaries map exactly; a start inside a segment moves back to the
+    segment's start, an end inside one moves on to its end; past the kept text
+    (trailing whitespace was dropped) maps to the end of the kept text. Scans the
+    line without building per-character tables. ``kept`` is the length of the
+    line's fuzzy form.
+    """
+    if content.isascii():
+        return min(local, kept)
+    if local <= 0 or kept == 0:
+        return 0
+    prev_o = 0
+    n = 0
+    for o, norm in _segments(content):
+        n += len(norm)
+        last = n >= kept
+        if last:
+            n = kept
+        if n >= local:
+            return o if n == local or end else prev_o
+        prev_o = o
+        if last:
+            break
+    return prev_o
 
 
 def fuzzy_normalize(text: str) -> str:
     """The fuzzy form of ``text``: per line NFKC, ASCII quotes/dashes/spaces, no
     trailing whitespace; CRLF read as LF."""
-    return "\n".join(_fuzzy_line(line.removesuffix("\r"))[0] for line in text.split("\n"))
+    return "\n".join(_fuzzy_line(line.removesuffix("\r")) for line in text.split("\n"))
 
 
 class _Doc:
@@ -165,10 +189,7 @@ class _Doc:
         rebuilt when a match lands in it (see :meth:`fuzzy_to_orig`)."""
         if self._fuzzy is None:
             raws = self.text.split("\n")
-            # An ASCII line only loses its trailing whitespace (CR included).
-            norms = [
-                r.rstrip() if r.isascii() else _fuzzy_line(r.removesuffix("\r"))[0] for r in raws
-            ]
+            norms = [_fuzzy_line(r.removesuffix("\r")) for r in raws]
             self._ostarts = array.array(
                 "q", itertools.accumulate((len(r) + 1 for r in raws), initial=0)
             )
@@ -185,14 +206,9 @@ class _Doc:
         ostart = self._ostarts[i]
         stop = self.text.find("\n", ostart)
         raw = self.text[ostart : len(self.text) if stop < 0 else stop]
-        _, nb, ob = _fuzzy_line(raw.removesuffix("\r"))
         local = x - self._fstarts[i]
-        k = bisect.bisect_left(nb, local)
-        if k >= len(nb):
-            k = len(nb) - 1
-        elif nb[k] != local and not end:
-            k -= 1  # a start inside a segment moves back to the segment's start
-        return ostart + ob[k]
+        kept = self._fstarts[i + 1] - self._fstarts[i] - 1
+        return ostart + _fuzzy_to_line_offset(raw.removesuffix("\r"), local, kept, end=end)
 
 
 def _find_all(haystack: str, needle: str) -> list[int]:
@@ -219,6 +235,21 @@ class _Span:
     index: int
 
 
+def _check_count(count: int, replace_all: bool, label: str, shown: str) -> None:
+    """Refuse an ambiguous match before its positions are collected, and a
+    replaceAll over :data:`EDIT_MAX_REPLACEMENTS` occurrences."""
+    if count > 1 and not replace_all:
+        raise ToolError(
+            f"{label} occurs {count} times in {shown}; it must occur exactly once. "
+            "Include more surrounding lines to make it unique (or set replaceAll)."
+        )
+    if count > EDIT_MAX_REPLACEMENTS:
+        raise ToolError(
+            f"{label} occurs {count} times in {shown}, more than the "
+            f"{EDIT_MAX_REPLACEMENTS} replacements one edit makes; use bash (sed) for this"
+        )
+
+
 def apply_edits(text: str, edits: list[_Edit], shown: str) -> tuple[str, list[_Span]]:
     """Apply ``edits`` to ``text`` (BOM already removed); return the new text and spans.
 
@@ -237,13 +268,17 @@ def apply_edits(text: str, edits: list[_Edit], shown: str) -> tuple[str, list[_S
         old = e.oldText.replace("\r\n", "\n")
         if not old:
             raise ToolError(f"{label} is empty; give the exact text to replace")
-        found = [(p, p + len(old)) for p in _find_all(doc.exact, old)]
+        count = doc.exact.count(old)
+        _check_count(count, e.replaceAll, label, shown)
+        found = [(p, p + len(old)) for p in _find_all(doc.exact, old)] if count else []
         ranges: list[tuple[int, int]]
         if found:
             ranges = [(doc.exact_to_orig(s), doc.exact_to_orig(t)) for s, t in found]
         else:
             fold = fuzzy_normalize(old)
-            hits = _find_all(doc.fuzzy, fold) if fold.strip() else []
+            count = doc.fuzzy.count(fold) if fold.strip() else 0
+            _check_count(count, e.replaceAll, label, shown)
+            hits = _find_all(doc.fuzzy, fold) if count else []
             if not hits:
                 raise ToolError(
                     f"Could not find {label} in {shown}. It must match the file exactly, "
