@@ -37,8 +37,8 @@ from ._common import atomic_write, builtin_tool, display_path, open_regular
 
 __all__ = [
     "EDIT_MAX_DIFF_BYTES",
-    "EDIT_MAX_REPLACEMENTS",
     "EDIT_MAX_FILE_BYTES",
+    "EDIT_MAX_REPLACEMENTS",
     "EditSpec",
     "apply_edits",
     "edit",
