@@ -292,3 +292,10 @@ def test_grep_never_prints_binary_lines(host, tmp_path: Path) -> None:  # type: 
     out = "\n".join(b["text"] for b in resp["result"]["content"])
     assert "\x00" not in out and "needle two" not in out
     assert "Binary file matches, lines not shown: blob.bin" in out
+
+
+@pytest.mark.parametrize("start", ["BMW cars\n", "ID3 tags\n", "BZh\n", "%PDF- notes\n", "OggS\n"])
+async def test_text_starting_like_a_magic_number_is_text(tmp_path: Path, start: str) -> None:
+    (tmp_path / "t.txt").write_text(start + "more text\n")
+    r = await call(tmp_path, "read", {"path": "t.txt"})
+    assert text(r) == start + "more text\n"

@@ -124,12 +124,27 @@ def detect_binary(head: bytes) -> str | None:
     byte-order mark is text (it has NUL bytes by nature)."""
     if detect_text_encoding(head) is not None:
         return None
+    sniff = head[:_SNIFF]
+    textual = b"\x00" not in sniff and _valid_utf8_prefix(sniff)
     for offset, magic, kind in _MAGIC:
         if head[offset : offset + len(magic)] == magic:
+            # A magic number of plain letters ("BM", "ID3", "%PDF-") at the start of
+            # valid UTF-8 text is more likely text ("BMW ...") than that format.
+            if textual and magic.isascii() and magic.decode("ascii").isprintable():
+                continue
             return kind
-    if b"\x00" in head[:_SNIFF]:
+    if b"\x00" in sniff:
         return "binary data (NUL bytes)"
     return None
+
+
+def _valid_utf8_prefix(data: bytes) -> bool:
+    """True when ``data`` is valid UTF-8, a character cut at its end aside."""
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(data, final=False)
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _open_image(source: IO[bytes], mime: str) -> tuple[Any, int, int]:
