@@ -299,3 +299,18 @@ async def test_text_starting_like_a_magic_number_is_text(tmp_path: Path, start: 
     (tmp_path / "t.txt").write_text(start + "more text\n")
     r = await call(tmp_path, "read", {"path": "t.txt"})
     assert text(r) == start + "more text\n"
+
+
+async def test_jpeg_over_the_pixel_bound_is_decoded_reduced(tmp_path: Path) -> None:
+    # 7000 x 6000 = 42 million pixels, over the 36 million bound: the JPEG decoder
+    # scales it by 1/8 while decoding, so it is shown (scaled) rather than refused.
+    pil = pytest.importorskip("PIL.Image")
+    buf = io.BytesIO()
+    pil.new("L", (7000, 6000), 128).save(buf, "JPEG", quality=50)
+    (tmp_path / "huge.jpg").write_bytes(buf.getvalue())
+    r = await call(tmp_path, "read", {"path": "huge.jpg"})
+    assert not is_error(r), text(r)
+    note = r["content"][0]["text"]
+    assert "original 7000x6000" in note and "image/jpeg" in note
+    out = pil.open(io.BytesIO(base64.b64decode(r["content"][1]["data"])))
+    assert max(out.size) <= 2000
