@@ -201,3 +201,116 @@ async def test_path_outside_root_refused(tmp_path: Path) -> None:
     assert is_error(r) and "outside the root" in text(r)
     r = await call(tmp_path, "read", {"path": "../../etc/passwd"})
     assert is_error(r) and "outside the root" in text(r)
+
+
+# ------------------------------------------------------------------ binary and UTF-16/32 (end to end)
+
+
+def _sqlite_db(path: Path) -> None:
+    import sqlite3
+
+    con = sqlite3.connect(path)
+    con.execute("create table t (x text)")
+    con.execute("insert into t values ('needle in a database')")
+    con.commit()
+    con.close()
+
+
+def _zip(path: Path) -> None:
+    import zipfile
+
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("inner.txt", "needle in a zip\n")
+
+
+def _gzip(path: Path) -> None:
+    import gzip
+
+    path.write_bytes(gzip.compress(b"needle in gzip\n" * 100))
+
+
+BINARY_KINDS = {
+    "db.sqlite": (_sqlite_db, "SQLite database"),
+    "a.zip": (_zip, "zip archive"),
+    "a.gz": (_gzip, "gzip-compressed data"),
+    "prog": (lambda p: p.write_bytes(b"\x7fELF\x02\x01\x01" + bytes(200)), "ELF"),
+    "doc.pdf": (lambda p: p.write_bytes(b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\nneedle\n"), "PDF document"),
+    "blob.bin": (lambda p: p.write_bytes(b"needle\x00\x01\x02" * 50), "NUL bytes"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BINARY_KINDS))
+def test_binary_file_is_described_not_dumped(host, tmp_path: Path, name: str) -> None:  # type: ignore[no-untyped-def]
+    make, kind = BINARY_KINDS[name]
+    make(tmp_path / name)
+    size = (tmp_path / name).stat().st_size
+    host.initialize()
+    resp = host.call("read", {"path": name})
+    result = resp["result"]
+    out = "\n".join(b["text"] for b in result["content"])
+    assert not result.get("isError") and "\x00" not in out
+    assert f"{name} is a binary file" in out and kind in out and f"{size} bytes" in out
+    assert len(out) < 400
+    resp = host.call("read", {"path": name, "offset": 2, "limit": 1})
+    assert "is a binary file" in resp["result"]["content"][0]["text"]
+
+
+@pytest.mark.parametrize(
+    ("codec", "bom"),
+    [
+        ("utf-16-le", b"\xff\xfe"),
+        ("utf-16-be", b"\xfe\xff"),
+        ("utf-32-le", b"\xff\xfe\x00\x00"),
+        ("utf-32-be", b"\x00\x00\xfe\xff"),
+    ],
+)
+def test_utf16_and_utf32_with_bom_are_decoded(host, tmp_path: Path, codec: str, bom: bytes) -> None:  # type: ignore[no-untyped-def]
+    content = "".join(f"ligne {i} – café ✓\n" for i in range(1, 3001))
+    (tmp_path / "wide.txt").write_bytes(bom + content.encode(codec))
+    host.initialize()
+    resp = host.call("read", {"path": "wide.txt", "offset": 2999})
+    out = resp["result"]["content"][0]["text"]
+    assert "ligne 2999 – café ✓\nligne 3000 – café ✓\n" in out
+    assert "\x00" not in out and "\ufffd" not in out and "byte-order mark" in out
+    resp = host.call("read", {"path": "wide.txt"})
+    out = resp["result"]["content"][0]["text"]
+    assert "ligne 1 – café ✓\n" in out and "Showing lines 1-2000 of 3000" in out
+
+
+def test_grep_never_prints_binary_lines(host, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    _sqlite_db(tmp_path / "db.sqlite")
+    (tmp_path / "blob.bin").write_bytes(b"needle one\n\x00\x01needle two\n")
+    (tmp_path / "text.txt").write_text("a needle in text\n")
+    (tmp_path / "u16.txt").write_bytes(b"\xff\xfe" + "needle in utf-16\n".encode("utf-16-le"))
+    host.initialize()
+    resp = host.call("grep", {"pattern": "needle"})
+    out = "\n".join(b["text"] for b in resp["result"]["content"])
+    assert "\x00" not in out
+    lines = sorted(out.split("\n\n")[0].split("\n"))
+    assert lines == ["text.txt:1: a needle in text", "u16.txt:1: needle in utf-16"]
+    resp = host.call("grep", {"pattern": "needle", "path": "blob.bin"})
+    out = "\n".join(b["text"] for b in resp["result"]["content"])
+    assert "\x00" not in out and "needle two" not in out
+    assert "Binary file matches, lines not shown: blob.bin" in out
+
+
+@pytest.mark.parametrize("start", ["BMW cars\n", "ID3 tags\n", "BZh\n", "%PDF- notes\n", "OggS\n"])
+async def test_text_starting_like_a_magic_number_is_text(tmp_path: Path, start: str) -> None:
+    (tmp_path / "t.txt").write_text(start + "more text\n")
+    r = await call(tmp_path, "read", {"path": "t.txt"})
+    assert text(r) == start + "more text\n"
+
+
+async def test_jpeg_over_the_pixel_bound_is_decoded_reduced(tmp_path: Path) -> None:
+    # 7000 x 6000 = 42 million pixels, over the 36 million bound: the JPEG decoder
+    # scales it by 1/8 while decoding, so it is shown (scaled) rather than refused.
+    pil = pytest.importorskip("PIL.Image")
+    buf = io.BytesIO()
+    pil.new("L", (7000, 6000), 128).save(buf, "JPEG", quality=50)
+    (tmp_path / "huge.jpg").write_bytes(buf.getvalue())
+    r = await call(tmp_path, "read", {"path": "huge.jpg"})
+    assert not is_error(r), text(r)
+    note = r["content"][0]["text"]
+    assert "original 7000x6000" in note and "image/jpeg" in note
+    out = pil.open(io.BytesIO(base64.b64decode(r["content"][1]["data"])))
+    assert max(out.size) <= 2000

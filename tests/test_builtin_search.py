@@ -197,7 +197,49 @@ async def test_find_limit_and_errors(tree: Path) -> None:
         ("[ab]?.c", "ax.c", True),
         ("[!ab]?.c", "ax.c", False),
         ("!*.md", "x.md", False),
+        ("[!]]", "]", False),
+        ("[!]]", "x", True),
+        ("x/a***b", "x/a/y/b", True),
+        ("x/a*b", "x/a/y/b", False),
+        ("src/**", "src/a/b", True),
+        ("*a*a*a*a*a*a*a*a*a*a*a*a*b", "a" * 5000, False),
+        ("*a*a*a*a*a*a*a*a*a*a*a*a*b", "a" * 5000 + "b", True),
     ],
 )
 def test_glob_matcher(glob: str, path: str, hit: bool) -> None:
     assert GlobMatcher(glob)(path) is hit
+
+
+@pytest.mark.parametrize("glob", ["[b-a]", "{a,b}" * 40, "x" * 5000, "[ab", "{a,b"])
+def test_glob_matcher_refuses(glob: str) -> None:
+    with pytest.raises(ValueError):
+        GlobMatcher(glob)
+
+
+# ------------------------------------------------------------------ ripgrep lookup
+
+
+def test_rg_is_never_taken_from_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from toolwire.host.builtins._common import find_rg
+
+    planted = tmp_path / "rg"
+    planted.write_text("#!/bin/sh\ntouch planted-ran\n")
+    planted.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    found = find_rg.__wrapped__()
+    assert found is not None and found != str(planted)
+    assert Path(found).is_absolute()
+
+
+def test_ripgrep_requirement_resolves_to_a_wheel() -> None:
+    # ripgrep 15.0.0 and 15.1.0 exist on PyPI only as source (a Rust build that a
+    # plain `pip install -e .` cannot do offline); 14.1.0 ships manylinux wheels.
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    repo = Path(__file__).resolve().parent.parent
+    deps = tomllib.loads((repo / "pyproject.toml").read_text())["project"]["dependencies"]
+    (rg,) = [Requirement(d) for d in deps if Requirement(d).name == "ripgrep"]
+    assert "14.1.0" in rg.specifier
+    assert "15.0.0" not in rg.specifier and "15.1.0" not in rg.specifier

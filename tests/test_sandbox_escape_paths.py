@@ -273,10 +273,12 @@ def venv_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def venv_host(venv_root: Path) -> Iterator[HostProcess]:
     """The host run by the interpreter of ``venv_root/.venv``, rooted at ``venv_root``."""
-    with pytest.MonkeyPatch.context() as m:
-        # HostProcess starts sys.executable; point it at the root's environment.
-        m.setattr(sys, "executable", str(venv_root / ".venv" / "bin" / "python"))
-        h = HostProcess(["--root", str(venv_root), "--sandbox", "none"], cwd=venv_root)
+    python = str(venv_root / ".venv" / "bin" / "python")
+    h = HostProcess(
+        ["--root", str(venv_root), "--sandbox", "none"],
+        cwd=venv_root,
+        command=[python, "-P", "-m", "toolwire.host"],  # run by the root's environment
+    )
     try:
         h.initialize()
         yield h

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
+import itertools
 import os
-import re
 import secrets
-import shutil
 import stat
 import sys
+import sysconfig
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -20,6 +22,7 @@ from ..tools import tool
 
 __all__ = [
     "GlobMatcher",
+    "LineSplitter",
     "atomic_write",
     "builtin_tool",
     "check_opened_inside",
@@ -159,15 +162,26 @@ def read_regular(path: Path, shown: str, within: Path | None = None) -> bytes:
         os.close(fd)
 
 
+TRUSTED_RG_DIRS = ("/usr/bin", "/bin")
+"""System directories searched for a distribution's ``rg`` (never ``PATH``)."""
+
+
+@functools.cache
 def find_rg() -> str | None:
-    """The ripgrep executable: on PATH, else the one installed beside this Python
-    (the PyPI ``ripgrep`` wheel puts it in the venv's bin directory)."""
-    found = shutil.which("rg")
-    if found:
-        return found
-    beside = Path(sys.executable).parent / "rg"
-    if beside.is_file() and os.access(beside, os.X_OK):
-        return str(beside)
+    """The ripgrep executable, resolved once per process.
+
+    A system ``rg`` in :data:`TRUSTED_RG_DIRS` comes first (maintained by the
+    distribution); else the one the PyPI ``ripgrep`` wheel installed in this Python's
+    scripts directory (``sysconfig``'s ``scripts`` path, or beside ``sys.executable``).
+    ``PATH`` is never searched: an entry of it may lie inside the root, where the
+    model can plant an ``rg`` of its own. Returns an absolute path, or None.
+    """
+    candidates = [Path(d, "rg") for d in TRUSTED_RG_DIRS]
+    candidates.append(Path(sysconfig.get_path("scripts"), "rg"))
+    candidates.append(Path(sys.executable).parent / "rg")
+    for c in candidates:
+        if c.is_file() and os.access(c, os.X_OK):
+            return str(c)
     return None
 
 
@@ -303,8 +317,60 @@ def _write_in(dfd: int, name: str, data: bytes, shown: str) -> bool:
     return st is None
 
 
-def _glob_part(glob: str) -> str:
-    out: list[str] = []
+MAX_GLOB_CHARS = 4096
+"""Longest glob (in characters) find and grep accept."""
+
+MAX_GLOB_STATES = 1 << 16
+"""Most matcher positions a glob may expand to (its length times its ``{a,b}``
+alternatives); a glob over this is refused as too complex."""
+
+_LIT, _ONE, _CLASS, _STAR, _GSTAR = range(5)
+_MASK_CACHE_CHARS = 4096
+
+
+@dataclass(frozen=True)
+class _Atom:
+    """One position of a glob: a literal character, ``?``, a ``[...]`` class,
+    ``*`` (any run inside one path component) or ``**`` (any run at all)."""
+
+    kind: int
+    char: str = ""
+    negate: bool = False
+    ranges: tuple[tuple[str, str], ...] = ()
+
+    def class_accepts(self, c: str) -> bool:
+        inside = any(lo <= c <= hi for lo, hi in self.ranges)
+        return (not inside and c != "/") if self.negate else inside
+
+
+_STAR_ATOM = _Atom(_STAR)
+_GSTAR_ATOM = _Atom(_GSTAR)
+_ONE_ATOM = _Atom(_ONE)
+
+
+def _class_atom(body: str) -> _Atom:
+    negate = body[:1] in ("!", "^")
+    if negate:
+        body = body[1:]
+    ranges: list[tuple[str, str]] = []
+    i = 0
+    while i < len(body):
+        if i + 2 < len(body) and body[i + 1] == "-":
+            if body[i] > body[i + 2]:
+                raise ValueError(f"reversed character range {body[i : i + 3]!r} in a glob")
+            ranges.append((body[i], body[i + 2]))
+            i += 3
+        else:
+            ranges.append((body[i], body[i]))
+            i += 1
+    return _Atom(_CLASS, negate=negate, ranges=tuple(ranges))
+
+
+def _glob_pieces(glob: str) -> list[list[list[_Atom]]]:
+    """``glob`` as a sequence of pieces, each a list of alternative atom runs
+    (one run for a plain atom; several for ``{a,b}`` and for ``**/``, which is
+    either nothing or ``**`` then ``/``)."""
+    pieces: list[list[list[_Atom]]] = []
     i = 0
     n = len(glob)
     while i < n:
@@ -312,15 +378,15 @@ def _glob_part(glob: str) -> str:
         if c == "*":
             if glob.startswith("**", i):
                 if glob.startswith("**/", i):
-                    out.append("(?:.*/)?")
+                    pieces.append([[], [_GSTAR_ATOM, _Atom(_LIT, "/")]])
                     i += 3
                 else:
-                    out.append(".*")
+                    pieces.append([[_GSTAR_ATOM]])
                     i += 2
                 continue
-            out.append("[^/]*")
+            pieces.append([[_STAR_ATOM]])
         elif c == "?":
-            out.append("[^/]")
+            pieces.append([[_ONE_ATOM]])
         elif c == "[":
             j = i + 1
             if j < n and glob[j] in "!^":
@@ -330,42 +396,78 @@ def _glob_part(glob: str) -> str:
             close = glob.find("]", j)
             if close < 0:
                 raise ValueError(f"unclosed '[' at position {i} in glob {glob!r}")
-            body = glob[i + 1 : close]
-            negate = body[:1] in ("!", "^")
-            if negate:
-                body = body[1:]
-            body = body.replace("\\", "\\\\").replace("^", "\\^")
-            out.append(f"[^/{body}]" if negate else f"[{body}]")
+            pieces.append([[_class_atom(glob[i + 1 : close])]])
             i = close
         elif c == "{":
             close = glob.find("}", i)
             if close < 0:
                 raise ValueError(f"unclosed '{{' at position {i} in glob {glob!r}")
-            alts = glob[i + 1 : close].split(",")
-            out.append("(?:" + "|".join(_glob_part(a) for a in alts) + ")")
+            options: list[list[_Atom]] = []
+            for alt in glob[i + 1 : close].split(","):
+                options.extend(_expand(_glob_pieces(alt)))
+            pieces.append(options)
             i = close
         elif c == "\\" and i + 1 < n:
             i += 1
-            out.append(re.escape(glob[i]))
+            pieces.append([[_Atom(_LIT, glob[i])]])
         else:
-            out.append(re.escape(c))
+            pieces.append([[_Atom(_LIT, c)]])
         i += 1
-    return "".join(out)
+    return pieces
+
+
+def _expand(pieces: list[list[list[_Atom]]]) -> list[list[_Atom]]:
+    """Every alternative run the pieces spell, stopping at :data:`MAX_GLOB_STATES`."""
+    count = 1
+    for options in pieces:
+        count *= len(options)
+        if count > MAX_GLOB_STATES:
+            raise ValueError("the glob has too many {a,b} alternatives")
+    out: list[list[_Atom]] = []
+    states = 0
+    for combo in itertools.product(*pieces):
+        run = [atom for part in combo for atom in part]
+        states += len(run) + 1
+        if states > MAX_GLOB_STATES:
+            raise ValueError("the glob is too complex (too long or too many alternatives)")
+        out.append(run)
+    return out
+
+
+def _collapse_stars(run: list[_Atom]) -> list[_Atom]:
+    """Merge neighbouring stars (``*`` next to ``**`` is ``**``): a run of stars
+    matches what its widest member matches."""
+    out: list[_Atom] = []
+    for atom in run:
+        if atom.kind in (_STAR, _GSTAR) and out and out[-1].kind in (_STAR, _GSTAR):
+            if atom.kind == _GSTAR:
+                out[-1] = atom
+            continue
+        out.append(atom)
+    return out
 
 
 class GlobMatcher:
-    """A gitignore-style glob as ripgrep's ``--glob`` reads it, matched in Python.
+    """A gitignore-style glob as ripgrep's ``--glob`` reads it, matched in linear time.
 
     ``*`` and ``?`` stay inside one path component, ``**`` crosses them, ``[...]``
     and ``{a,b}`` work as in globs. A glob without ``/`` matches the file name in
     any directory; one with ``/`` matches the whole relative path. A leading ``!``
     inverts the match.
 
+    Matching simulates the glob's automaton over all positions at once (a bit set
+    per character), so one match costs O(len(path) × positions) with no
+    backtracking: ``*a*a*a*a*a*b`` against a long name is as cheap as ``*.py``.
+
     Raises:
-        ValueError: a malformed glob (an unclosed ``[`` or ``{``).
+        ValueError: a malformed glob (an unclosed ``[`` or ``{``), one over
+            :data:`MAX_GLOB_CHARS` characters, or one expanding to over
+            :data:`MAX_GLOB_STATES` positions.
     """
 
     def __init__(self, glob: str) -> None:
+        if len(glob) > MAX_GLOB_CHARS:
+            raise ValueError(f"the glob is {len(glob)} characters, over {MAX_GLOB_CHARS}")
         self.glob = glob
         self.negate = glob.startswith("!")
         g = glob[1:] if self.negate else glob
@@ -374,13 +476,113 @@ class GlobMatcher:
         g = g.lstrip("/")
         if not g:
             raise ValueError(f"empty glob {glob!r}")
-        self.regex = re.compile(_glob_part(g), re.DOTALL)
+        start = accept = stars = not_slash = any_char = 0
+        literals: dict[str, int] = {}
+        classes: list[tuple[int, _Atom]] = []
+        bit = 0
+        for run in _expand(_glob_pieces(g)):
+            start |= 1 << bit
+            for atom in _collapse_stars(run):
+                b = 1 << bit
+                if atom.kind == _LIT:
+                    literals[atom.char] = literals.get(atom.char, 0) | b
+                elif atom.kind == _CLASS:
+                    classes.append((b, atom))
+                elif atom.kind == _GSTAR:
+                    any_char |= b
+                    stars |= b
+                else:
+                    not_slash |= b
+                    if atom.kind == _STAR:
+                        stars |= b
+                bit += 1
+            accept |= 1 << bit
+            bit += 1
+        self._stars = stars
+        self._accept = accept
+        self._init = start | ((start & stars) << 1)
+        self._literals = literals
+        self._classes = classes
+        self._not_slash = not_slash
+        self._any = any_char
+        self._masks: dict[str, int] = {}
+
+    def _mask(self, c: str) -> int:
+        """The positions that consume character ``c``."""
+        m = self._literals.get(c, 0) | self._any
+        if c != "/":
+            m |= self._not_slash
+        for b, atom in self._classes:
+            if atom.class_accepts(c):
+                m |= b
+        if len(self._masks) < _MASK_CACHE_CHARS:
+            self._masks[c] = m
+        return m
+
+    def matches(self, subject: str) -> bool:
+        """True when the glob (without its ``!``) matches all of ``subject``."""
+        stars = self._stars
+        masks = self._masks
+        state = self._init
+        for c in subject:
+            m = masks.get(c)
+            if m is None:
+                m = self._mask(c)
+            moved = state & m
+            moved = ((moved & ~stars) << 1) | (moved & stars)
+            if not moved:
+                return False
+            state = moved | ((moved & stars) << 1)
+        return bool(state & self._accept)
 
     def __call__(self, rel_path: str) -> bool:
         """True when ``rel_path`` (POSIX, relative to the searched directory) matches."""
         subject = rel_path.rsplit("/", 1)[-1] if self.basename_only else rel_path
-        hit = self.regex.fullmatch(subject) is not None
-        return hit != self.negate
+        return self.matches(subject) != self.negate
+
+
+class LineSplitter:
+    """Splits streamed text into lines at ``"\n"``, holding little of it.
+
+    A line longer than ``max_chars`` is cut to its first ``max_chars`` characters
+    (the rest is dropped, never buffered), so a single huge line costs no more
+    than ``max_chars`` of memory.
+    """
+
+    def __init__(self, max_chars: int = 1 << 16) -> None:
+        self.max_chars = max_chars
+        self._parts: list[str] = []
+        self._size = 0
+
+    def _add(self, piece: str) -> None:
+        room = self.max_chars - self._size
+        if room > 0 and piece:
+            piece = piece[:room]
+            self._parts.append(piece)
+            self._size += len(piece)
+
+    def _take(self) -> str:
+        line = "".join(self._parts)
+        self._parts = []
+        self._size = 0
+        return line
+
+    def feed(self, text: str) -> list[str]:
+        """The lines ``text`` completes (without their ``"\n"``)."""
+        pieces = text.split("\n")
+        if len(pieces) == 1:
+            self._add(text)
+            return []
+        self._add(pieces[0])
+        out = [self._take()]
+        out.extend(p[: self.max_chars] for p in pieces[1:-1])
+        self._add(pieces[-1])
+        return out
+
+    def close(self) -> list[str]:
+        """The last, unterminated line (if any)."""
+        line = self._take()
+        return [line] if line else []
 
 
 _F = TypeVar("_F", bound=Callable[..., Any])

@@ -15,11 +15,16 @@ byte-order mark is kept.
 
 from __future__ import annotations
 
+import array
 import bisect
 import difflib
 import itertools
+import os
+import re
 import unicodedata
+from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Annotated, Any, NotRequired, TypedDict
 
 import anyio.to_thread
@@ -28,9 +33,30 @@ from ..context import ToolContext
 from ..hints import Param
 from ..paths import resolve_write_path
 from ..results import ToolError, ToolResult
-from ._common import atomic_write, builtin_tool, display_path, read_regular
+from ..truncate import MAX_BYTES, format_size
+from ._common import atomic_write, builtin_tool, display_path, open_regular
 
-__all__ = ["EditSpec", "apply_edits", "edit", "fuzzy_normalize"]
+__all__ = [
+    "EDIT_MAX_DIFF_BYTES",
+    "EDIT_MAX_FILE_BYTES",
+    "EDIT_MAX_REPLACEMENTS",
+    "EditSpec",
+    "apply_edits",
+    "edit",
+    "fuzzy_normalize",
+]
+
+EDIT_MAX_FILE_BYTES = 32 * 1024 * 1024
+"""Largest file edit changes (32 MiB). Matching holds a few copies of the text, so
+a bigger file is refused before it is read; bash (sed, a script) handles those."""
+
+EDIT_MAX_REPLACEMENTS = 100_000
+"""Most replacements one edit makes (replaceAll of a one-character oldText in a big
+file would otherwise hold millions of match records)."""
+
+EDIT_MAX_DIFF_BYTES = 4 * MAX_BYTES
+"""Most characters of the diff put in the result's details (200 KiB); a longer one
+is cut with a note."""
 
 
 class EditSpec(TypedDict):
@@ -65,53 +91,68 @@ def _fuzzy_segment(seg: str) -> str:
     return unicodedata.normalize("NFKC", seg).translate(_FUZZY_TABLE)
 
 
-def _fuzzy_line(content: str) -> tuple[str, list[int], list[int]]:
-    """Normalise one line; return it with matching boundary offsets.
-
-    The line is cut into segments, each a starter character and the combining marks
-    after it; each segment is normalised on its own. ``nb[k]``/``ob[k]`` are the
-    offsets of boundary ``k`` in the normalised and the original line.
-    """
-    parts: list[str] = []
-    nb = [0]
-    ob = [0]
-    n = 0
+def _segments(content: str) -> Iterator[tuple[int, str]]:
+    """``(end, normalised)`` for each segment of a line: a starter character and the
+    combining marks after it, normalised on its own; ``end`` is the offset in
+    ``content`` where the segment ends."""
     i = 0
     length = len(content)
     while i < length:
         j = i + 1
         while j < length and unicodedata.combining(content[j]):
             j += 1
-        norm = _fuzzy_segment(content[i:j])
-        parts.append(norm)
-        n += len(norm)
-        nb.append(n)
-        ob.append(j)
+        yield j, _fuzzy_segment(content[i:j])
         i = j
-    text = "".join(parts)
-    stripped = text.rstrip()
-    if len(stripped) < len(text):
-        # Keep boundaries up to the end of the kept text (one exists there: the
-        # stripped characters are whitespace starters).
-        k = bisect.bisect_left(nb, len(stripped))
-        nb = nb[: k + 1]
-        ob = ob[: k + 1]
-        nb[-1] = len(stripped)
-    return stripped, nb, ob
+
+
+def _fuzzy_line(content: str) -> str:
+    """One line (without its line break) in fuzzy form, trailing whitespace dropped."""
+    if content.isascii():
+        # NFKC and the table leave ASCII alone.
+        return content.rstrip()
+    out: list[str] = []
+    batch: list[str] = []
+    for _, norm in _segments(content):
+        batch.append(norm)
+        if len(batch) >= 4096:  # join as it goes: no list of millions of pieces
+            out.append("".join(batch))
+            batch = []
+    out.append("".join(batch))
+    return "".join(out).rstrip()
+
+
+def _fuzzy_to_line_offset(content: str, local: int, kept: int, *, end: bool) -> int:
+    """Map offset ``local`` of ``content``'s fuzzy form back to ``content``.
+
+    Segment boundaries map exactly; a start inside a segment moves back to the
+    segment's start, an end inside one moves on to its end; past the kept text
+    (trailing whitespace was dropped) maps to the end of the kept text. Scans the
+    line without building per-character tables. ``kept`` is the length of the
+    line's fuzzy form.
+    """
+    if content.isascii():
+        return min(local, kept)
+    if local <= 0 or kept == 0:
+        return 0
+    prev_o = 0
+    n = 0
+    for o, norm in _segments(content):
+        n += len(norm)
+        last = n >= kept
+        if last:
+            n = kept
+        if n >= local:
+            return o if n == local or end else prev_o
+        prev_o = o
+        if last:
+            break
+    return prev_o
 
 
 def fuzzy_normalize(text: str) -> str:
     """The fuzzy form of ``text``: per line NFKC, ASCII quotes/dashes/spaces, no
     trailing whitespace; CRLF read as LF."""
-    return "\n".join(_fuzzy_line(line.removesuffix("\r"))[0] for line in text.split("\n"))
-
-
-@dataclass
-class _Line:
-    ostart: int  # offset of the line in the original text
-    fstart: int  # offset of the line in the fuzzy text
-    nb: list[int]
-    ob: list[int]
+    return "\n".join(_fuzzy_line(line.removesuffix("\r")) for line in text.split("\n"))
 
 
 class _Doc:
@@ -135,41 +176,40 @@ class _Doc:
             dropped += 1
             pos = k + 1  # keep the LF
         self.exact = "".join(pieces)
-        self._fuzzy: tuple[str, list[_Line]] | None = None
-        self._fstarts: list[int] = []
+        self._fuzzy: str | None = None
+        # Per line of the original text: its start there and in the fuzzy text.
+        self._ostarts = array.array("q")
+        self._fstarts = array.array("q")
 
     def exact_to_orig(self, x: int) -> int:
         return x + bisect.bisect_left(self.crlf_at, x)
 
     @property
-    def fuzzy(self) -> tuple[str, list[_Line]]:
+    def fuzzy(self) -> str:
+        """The fuzzy text; only line starts are kept, a line's character map is
+        rebuilt when a match lands in it (see :meth:`fuzzy_to_orig`)."""
         if self._fuzzy is None:
-            lines: list[_Line] = []
-            out: list[str] = []
-            ostart = 0
-            fstart = 0
-            for raw in self.text.split("\n"):
-                content = raw.removesuffix("\r")
-                norm, nb, ob = _fuzzy_line(content)
-                lines.append(_Line(ostart, fstart, nb, ob))
-                out.append(norm)
-                ostart += len(raw) + 1
-                fstart += len(norm) + 1
-            self._fuzzy = ("\n".join(out), lines)
-            self._fstarts = [ln.fstart for ln in lines]
+            raws = self.text.split("\n")
+            norms = [_fuzzy_line(r.removesuffix("\r")) for r in raws]
+            self._ostarts = array.array(
+                "q", itertools.accumulate((len(r) + 1 for r in raws), initial=0)
+            )
+            self._fstarts = array.array(
+                "q", itertools.accumulate((len(n) + 1 for n in norms), initial=0)
+            )
+            del raws
+            self._fuzzy = "\n".join(norms)
         return self._fuzzy
 
     def fuzzy_to_orig(self, x: int, *, end: bool) -> int:
-        _, lines = self.fuzzy
+        self.fuzzy  # noqa: B018 (builds the line starts)
         i = bisect.bisect_right(self._fstarts, x) - 1
-        ln = lines[i]
-        local = x - ln.fstart
-        k = bisect.bisect_left(ln.nb, local)
-        if k >= len(ln.nb):
-            k = len(ln.nb) - 1
-        elif ln.nb[k] != local and not end:
-            k -= 1  # a start inside a segment moves back to the segment's start
-        return ln.ostart + ln.ob[k]
+        ostart = self._ostarts[i]
+        stop = self.text.find("\n", ostart)
+        raw = self.text[ostart : len(self.text) if stop < 0 else stop]
+        local = x - self._fstarts[i]
+        kept = self._fstarts[i + 1] - self._fstarts[i] - 1
+        return ostart + _fuzzy_to_line_offset(raw.removesuffix("\r"), local, kept, end=end)
 
 
 def _find_all(haystack: str, needle: str) -> list[int]:
@@ -196,6 +236,21 @@ class _Span:
     index: int
 
 
+def _check_count(count: int, replace_all: bool, label: str, shown: str) -> None:
+    """Refuse an ambiguous match before its positions are collected, and a
+    replaceAll over :data:`EDIT_MAX_REPLACEMENTS` occurrences."""
+    if count > 1 and not replace_all:
+        raise ToolError(
+            f"{label} occurs {count} times in {shown}; it must occur exactly once. "
+            "Include more surrounding lines to make it unique (or set replaceAll)."
+        )
+    if count > EDIT_MAX_REPLACEMENTS:
+        raise ToolError(
+            f"{label} occurs {count} times in {shown}, more than the "
+            f"{EDIT_MAX_REPLACEMENTS} replacements one edit makes; use bash (sed) for this"
+        )
+
+
 def apply_edits(text: str, edits: list[_Edit], shown: str) -> tuple[str, list[_Span]]:
     """Apply ``edits`` to ``text`` (BOM already removed); return the new text and spans.
 
@@ -214,14 +269,17 @@ def apply_edits(text: str, edits: list[_Edit], shown: str) -> tuple[str, list[_S
         old = e.oldText.replace("\r\n", "\n")
         if not old:
             raise ToolError(f"{label} is empty; give the exact text to replace")
-        found = [(p, p + len(old)) for p in _find_all(doc.exact, old)]
+        count = doc.exact.count(old)
+        _check_count(count, e.replaceAll, label, shown)
+        found = [(p, p + len(old)) for p in _find_all(doc.exact, old)] if count else []
         ranges: list[tuple[int, int]]
         if found:
             ranges = [(doc.exact_to_orig(s), doc.exact_to_orig(t)) for s, t in found]
         else:
             fold = fuzzy_normalize(old)
-            ftext, _ = doc.fuzzy
-            hits = _find_all(ftext, fold) if fold.strip() else []
+            count = doc.fuzzy.count(fold) if fold.strip() else 0
+            _check_count(count, e.replaceAll, label, shown)
+            hits = _find_all(doc.fuzzy, fold) if count else []
             if not hits:
                 raise ToolError(
                     f"Could not find {label} in {shown}. It must match the file exactly, "
@@ -267,13 +325,58 @@ def apply_edits(text: str, edits: list[_Edit], shown: str) -> tuple[str, list[_S
     return result, spans
 
 
-def _diff(old: str, new: str, shown: str) -> tuple[str, int]:
-    a = old.splitlines(keepends=True)
-    b = new.splitlines(keepends=True)
+def _count_breaks(text: str, end: int) -> int:
+    """Line breaks in ``text[:end]`` as ``str.splitlines`` sees them (CRLF once)."""
+    n = text.count("\n", 0, end) + text.count("\r", 0, end) - text.count("\r\n", 0, end)
+    return n + sum(text.count(c, 0, end) for c in "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
+
+
+_HUNK = re.compile(r"@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@")
+
+
+def _window(old: str, new: str, spans: list[_Span]) -> tuple[int, int, int]:
+    """``(start, old_end, new_end)``: the part of both texts that holds every change
+    plus 3 lines on each side; before ``start`` and after the ends they are equal."""
+    start = min(sp.start for sp in spans)
+    stop = max(sp.end for sp in spans)
+    ws = old.rfind("\n", 0, start) + 1
+    for _ in range(3):
+        if ws == 0:
+            break
+        ws = old.rfind("\n", 0, ws - 1) + 1
+    we = old.find("\n", stop)
+    for _ in range(3):
+        if we < 0:
+            break
+        we = old.find("\n", we + 1)
+    old_end = len(old) if we < 0 else we + 1
+    return ws, old_end, old_end + len(new) - len(old)
+
+
+def _diff(old: str, new: str, shown: str, spans: list[_Span]) -> tuple[str, int]:
+    """A unified diff (3 lines of context) of the changed window only, with its hunk
+    line numbers shifted to the whole file; and the first changed line (1-based)."""
+    ws, old_end, new_end = _window(old, new, spans)
+    offset = _count_breaks(old, ws)
+    a = old[ws:old_end].splitlines(keepends=True)
+    b = new[ws:new_end].splitlines(keepends=True)
+
+    def shift(line: str) -> str:
+        m = _HUNK.match(line)
+        if m is None:
+            return line
+        return (
+            f"@@ -{int(m.group(1)) + offset}{m.group(2) or ''} "
+            f"+{int(m.group(3)) + offset}{m.group(4) or ''} @@" + line[m.end() :]
+        )
+
     diff = "".join(
-        line if line.endswith("\n") else line + "\n\\ No newline at end of file\n"
+        shift(line) if line.endswith("\n") else line + "\n\\ No newline at end of file\n"
         for line in difflib.unified_diff(a, b, f"a/{shown}", f"b/{shown}", n=3)
     )
+    if len(diff) > EDIT_MAX_DIFF_BYTES:
+        cut = diff.rfind("\n", 0, EDIT_MAX_DIFF_BYTES) + 1
+        diff = diff[:cut] + f"[diff cut at {format_size(EDIT_MAX_DIFF_BYTES)}]\n"
     first = 1
     for i, (x, y) in enumerate(zip(a, b, strict=False)):
         if x != y:
@@ -281,7 +384,7 @@ def _diff(old: str, new: str, shown: str) -> tuple[str, int]:
             break
     else:
         first = min(len(a), len(b)) + 1
-    return diff, first
+    return diff, first + offset
 
 
 def _legacy_single_edit(raw: Any) -> Any:
@@ -322,7 +425,31 @@ async def edit(
     real = resolve_write_path(ctx.env, path, must_exist=True)
     shown = display_path(real, ctx.env.cwd)
     # Edits of one file never overlap: the executor's per-file mutation queue (mutates).
-    data = await anyio.to_thread.run_sync(read_regular, real, shown, ctx.env.root)
+    result: ToolResult = await anyio.to_thread.run_sync(
+        _edit_file, real, shown, ctx.env.root, specs
+    )
+    return result
+
+
+def _read_bounded(real: Path, shown: str, within: Path | None) -> bytes:
+    """The file's bytes, refusing a file over :data:`EDIT_MAX_FILE_BYTES` (checked on
+    the open file, and again while reading, so a growing file is refused too)."""
+    fd = open_regular(real, shown, within)
+    with os.fdopen(fd, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        data = f.read(EDIT_MAX_FILE_BYTES + 1) if size <= EDIT_MAX_FILE_BYTES else b""
+        if size > EDIT_MAX_FILE_BYTES or len(data) > EDIT_MAX_FILE_BYTES:
+            raise ToolError(
+                f"{shown} is {format_size(max(size, len(data)))}, more than the "
+                f"{format_size(EDIT_MAX_FILE_BYTES)} edit changes; use bash (sed, a script) "
+                "for a file this large"
+            )
+    return data
+
+
+def _edit_file(real: Path, shown: str, within: Path | None, specs: list[_Edit]) -> ToolResult:
+    """The whole edit, in a worker thread: read, match, write, diff."""
+    data = _read_bounded(real, shown, within)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -330,14 +457,13 @@ async def edit(
             f"{shown} is not valid UTF-8 (byte {exc.start}); edit cannot change it "
             "without damaging it"
         ) from None
+    del data
     bom = text.startswith("\ufeff")
     body = text[1:] if bom else text
+    del text
     new_body, spans = apply_edits(body, specs, shown)
-    new_text = ("\ufeff" if bom else "") + new_body
-    await anyio.to_thread.run_sync(
-        atomic_write, real, new_text.encode("utf-8"), shown, ctx.env.root
-    )
-    diff, first = _diff(body, new_body, shown)
+    atomic_write(real, (("\ufeff" if bom else "") + new_body).encode("utf-8"), shown, within)
+    diff, first = _diff(body, new_body, shown, spans)
     n = len(spans)
     details: dict[str, Any] = {"diff": diff, "firstChangedLine": first, "replacements": n}
     return ToolResult(

@@ -6,6 +6,7 @@ import stat
 from typing import Annotated, Any
 
 import anyio
+import anyio.to_thread
 
 from ..context import ToolContext
 from ..hints import Param
@@ -13,7 +14,7 @@ from ..paths import PathError, stat_beneath
 from ..results import ToolError, ToolResult
 from ..runner import RunResult, run_in_env
 from ..truncate import MAX_BYTES, format_size, truncate_head
-from ._common import GlobMatcher, builtin_tool, display_path, find_rg
+from ._common import GlobMatcher, LineSplitter, builtin_tool, display_path, find_rg
 from .grep import rg_base_args
 
 __all__ = ["find"]
@@ -48,49 +49,56 @@ async def find(
     if not is_dir:
         raise ToolError(f"Not a directory: {shown}")
     try:
-        matcher = GlobMatcher(pattern)
+        matcher = await anyio.to_thread.run_sync(GlobMatcher, pattern)
     except ValueError as exc:
         raise ToolError(f"Invalid glob pattern: {exc}") from None
 
     found: list[str] = []
-    buf = ""
+    splitter = LineSplitter()
     errors: list[str] = []
     limit_hit = False
     result: RunResult | None = None
 
-    def take(lines: list[str]) -> None:
+    def take(lines: list[str]) -> bool:
+        """Match listed paths (in a worker thread); True once past the limit."""
         nonlocal limit_hit
         for line in lines:
-            if limit_hit:
-                return
             rel = line.removeprefix("./")
             if not rel:
                 continue
             if rel.startswith("rg: "):
-                errors.append(rel)
+                if len(errors) < 20:
+                    errors.append(rel)
                 continue
             if matcher(rel):
                 found.append(rel)
                 if len(found) > limit:
                     limit_hit = True
-                    scope.cancel()
+                    return True
+        return False
 
     with anyio.CancelScope() as scope:
 
-        def on_output(text: str) -> None:
-            nonlocal buf
-            buf += text
-            *lines, buf = buf.split("\n")
-            take(lines)
+        async def on_output(text: str) -> None:
+            lines = splitter.feed(text)
+            if lines:
+                stop: bool = await anyio.to_thread.run_sync(take, lines)
+                if stop:
+                    scope.cancel()
 
         result = await run_in_env(
             ctx.env, [*rg_base_args(rg), "--files", "--", "."], cwd=real, on_output=on_output
         )
-        take([buf])
+        await anyio.to_thread.run_sync(take, splitter.close())
     if result is not None and result.exit_code not in (0, 1) and not found:
         raise ToolError("find failed: " + ("; ".join(errors) or f"code {result.exit_code}"))
     if not found:
         return ToolResult(f"No files found matching {pattern}", details={"count": 0})
+    return await anyio.to_thread.run_sync(_answer, found, limit, limit_hit)
+
+
+def _answer(found: list[str], limit: int, limit_hit: bool) -> ToolResult:
+    """The sorted, capped listing (run in a worker thread: it may be long)."""
     found = sorted(found[:limit], key=lambda p: (p.casefold(), p))
     cut = truncate_head("\n".join(found), max_lines=len(found) + 1, max_bytes=MAX_BYTES)
     body = cut.content.removesuffix("\n")

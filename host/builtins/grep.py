@@ -1,11 +1,17 @@
-"""The ``grep`` tool: search file contents with ripgrep, respecting .gitignore."""
+"""The ``grep`` tool: search file contents with ripgrep, respecting .gitignore.
+
+ripgrep prints each line cut to :data:`RG_MAX_COLUMNS` bytes (``--max-columns``
+with a preview), and the host parses its output in a worker thread while keeping
+at most what the answer shows, so a file made of one huge line, or millions of
+matches, costs the host little memory and never stalls its event loop. Binary
+files (a NUL byte in the block ripgrep reads first) are skipped when a directory is
+searched; a binary file named directly is reported as matching, without its lines.
+"""
 
 from __future__ import annotations
 
-import base64
-import json
+import re
 import stat
-from pathlib import Path
 from typing import Annotated, Any
 
 import anyio
@@ -16,10 +22,17 @@ from ..hints import Param
 from ..paths import PathError, stat_beneath
 from ..results import ToolError, ToolResult
 from ..runner import RunResult, run_in_env
-from ..truncate import GREP_MAX_LINE_CHARS, MAX_BYTES, format_size, truncate_head, truncate_line
-from ._common import GlobMatcher, builtin_tool, display_path, file_kind, find_rg, read_regular
+from ..truncate import GREP_MAX_LINE_CHARS, MAX_BYTES, Truncation, format_size, truncate_line
+from ._common import GlobMatcher, LineSplitter, builtin_tool, display_path, file_kind, find_rg
 
-__all__ = ["grep", "rg_base_args"]
+__all__ = ["RG_MAX_COLUMNS", "grep", "rg_base_args"]
+
+RG_MAX_COLUMNS = 4 * GREP_MAX_LINE_CHARS
+"""Bytes of one line ripgrep prints (enough for :data:`GREP_MAX_LINE_CHARS`
+characters of UTF-8); the rest of a longer line never reaches the host."""
+
+_LINE = re.compile(r"(\d+)([:-])")
+_BINARY = re.compile(r"^(?P<path>.*): binary file matches \(")
 
 
 def rg_base_args(rg: str) -> list[str]:
@@ -28,40 +41,96 @@ def rg_base_args(rg: str) -> list[str]:
     return [rg, "--no-config", "--hidden", "--no-require-git", "--glob=!.git", "--color=never"]
 
 
-def _text_of(field: dict[str, Any]) -> str:
-    if "text" in field:
-        return str(field["text"])
-    return base64.b64decode(field.get("bytes", "")).decode("utf-8", "replace")
+class _GrepOutput:
+    """Turns ripgrep's ``path NUL number [:-] text`` lines into the answer's lines.
 
+    Holds at most :data:`~toolwire.host.truncate.MAX_BYTES` of answer text; lines
+    past that are only counted. ``feed`` returns True once the search can stop.
+    """
 
-class _JsonLines:
-    """Splits decoded ripgrep output into JSON events and error lines."""
-
-    def __init__(self) -> None:
-        self.buf = ""
+    def __init__(self, limit: int, context: int, matcher: GlobMatcher | None) -> None:
+        self.limit = limit
+        self.context = context
+        self.matcher = matcher
+        self.splitter = LineSplitter()
+        self.matches = 0
+        self.limit_hit = False
+        self.done = False
+        self.last: tuple[str, int] = ("", 0)
+        self.kept: list[str] = []
+        self.kept_bytes = 0
+        self.total_lines = 0
+        self.total_bytes = 0
+        self.full = False
+        self.lines_cut = False
         self.errors: list[str] = []
+        self.binary: list[str] = []
 
-    def feed(self, text: str) -> list[dict[str, Any]]:
-        self.buf += text
-        *lines, self.buf = self.buf.split("\n")
-        return self._parse(lines)
+    def feed(self, text: str) -> bool:
+        for line in self.splitter.feed(text):
+            self._line(line)
+            if self.done:
+                break
+        return self.done
 
-    def close(self) -> list[dict[str, Any]]:
-        rest, self.buf = self.buf, ""
-        return self._parse([rest] if rest else [])
+    def close(self) -> None:
+        if not self.done:
+            for line in self.splitter.close():
+                self._line(line)
 
-    def _parse(self, lines: list[str]) -> list[dict[str, Any]]:
-        out = []
-        for line in lines:
-            if line.startswith("{"):
-                try:
-                    out.append(json.loads(line))
-                    continue
-                except ValueError:
-                    pass
-            if line.strip():
-                self.errors.append(line.strip())
-        return out
+    def _line(self, line: str) -> None:
+        if self.done:
+            return
+        path, nul, rest = line.partition("\0")
+        if not nul:
+            self._message(line)
+            return
+        m = _LINE.match(rest)
+        if m is None:
+            return
+        rel = path.removeprefix("./")
+        if self.matcher is not None and not self.matcher(rel):
+            return
+        n = int(m.group(1))
+        is_match = m.group(2) == ":"
+        if self.limit_hit:
+            last_rel, last_n = self.last
+            if is_match or rel != last_rel or n > last_n + self.context:
+                self.done = True
+                return
+        body = rest[m.end() :].removesuffix("\r")
+        shown, cut = truncate_line(body, GREP_MAX_LINE_CHARS)
+        self.lines_cut |= cut
+        sep = ":" if is_match else "-"
+        self._keep(f"{rel}{sep}{n}{sep} {shown}")
+        if is_match:
+            self.matches += 1
+            if self.matches >= self.limit:
+                self.limit_hit = True
+                self.last = (rel, n)
+                self.done = self.context == 0
+
+    def _message(self, line: str) -> None:
+        text = line.strip()
+        if not text:
+            return
+        b = _BINARY.match(text)
+        if b is not None:
+            rel = b.group("path").removeprefix("./")
+            if (self.matcher is None or self.matcher(rel)) and len(self.binary) < 20:
+                self.binary.append(rel)
+        elif len(self.errors) < 20:
+            self.errors.append(text[:GREP_MAX_LINE_CHARS])
+
+    def _keep(self, line: str) -> None:
+        size = len(line.encode("utf-8", "surrogatepass")) + 1
+        self.total_lines += 1
+        self.total_bytes += size
+        if not self.full and self.kept_bytes + size <= MAX_BYTES + 1:
+            self.kept.append(line)
+            self.kept_bytes += size
+        else:
+            self.full = True
 
 
 @builtin_tool(annotations={"readOnlyHint": True, "idempotentHint": True})
@@ -91,8 +160,8 @@ async def grep(
     limit: Annotated[int, Param(default=100, ge=1, description="Most matches to return.")] = 100,
 ) -> ToolResult:
     """Search file contents with ripgrep. Files ignored by .gitignore are skipped;
-    hidden files are searched. Output lines are 'path:line: text' for matches and
-    'path-line- text' for context lines.
+    hidden files are searched, binary files are not. Output lines are
+    'path:line: text' for matches and 'path-line- text' for context lines.
     """
     rg = find_rg()
     if rg is None:
@@ -101,7 +170,7 @@ async def grep(
     matcher: GlobMatcher | None = None
     if glob:
         try:
-            matcher = GlobMatcher(glob)
+            matcher = await anyio.to_thread.run_sync(GlobMatcher, glob)
         except ValueError as exc:
             raise ToolError(f"Invalid glob: {exc}") from None
     try:
@@ -118,7 +187,18 @@ async def grep(
         search_dir, target = real.parent, real.name
     else:
         search_dir, target = real, "."
-    argv = [*rg_base_args(rg), "--json", "--line-number"]
+    argv = [
+        *rg_base_args(rg),
+        "--line-number",
+        "--with-filename",
+        "--no-heading",
+        "--null",
+        "--no-context-separator",
+        f"--max-columns={RG_MAX_COLUMNS}",
+        "--max-columns-preview",
+    ]
+    if context:
+        argv.append(f"--context={context}")
     if ignoreCase:
         argv.append("--ignore-case")
     if literal:
@@ -127,100 +207,67 @@ async def grep(
     # the options before the path: a pattern such as "--pre=script" is only a pattern.
     argv += ["-e", pattern, "--", target]
 
-    matches: list[tuple[str, int, str]] = []
-    parser = _JsonLines()
-    limit_hit = False
-
+    out = _GrepOutput(limit, context, matcher)
     result: RunResult | None = None
     with anyio.CancelScope() as scope:
 
-        def take(events: list[dict[str, Any]]) -> None:
-            nonlocal limit_hit
-            for ev in events:
-                if ev.get("type") != "match" or limit_hit:
-                    continue
-                data = ev["data"]
-                rel = _text_of(data["path"]).removeprefix("./")
-                if matcher is not None and not matcher(real.name if single_file else rel):
-                    continue
-                text = _text_of(data["lines"]).removesuffix("\n").removesuffix("\r")
-                matches.append((rel, int(data["line_number"]), text))
-                if len(matches) >= limit:
-                    limit_hit = True
-                    scope.cancel()
-
-        def on_output(text: str) -> None:
-            take(parser.feed(text))
+        async def on_output(text: str) -> None:
+            if await anyio.to_thread.run_sync(out.feed, text):
+                scope.cancel()
 
         result = await run_in_env(ctx.env, argv, cwd=search_dir, on_output=on_output)
-        take(parser.close())
+        await anyio.to_thread.run_sync(out.close)
     failed = result is not None and result.exit_code not in (0, 1)
-    if failed and not matches:
-        msg = "; ".join(parser.errors) or f"ripgrep exited with code {result and result.exit_code}"
+    if failed and not out.matches:
+        msg = "; ".join(out.errors) or f"ripgrep exited with code {result and result.exit_code}"
         raise ToolError(f"grep failed: {msg}")
 
-    if not matches:
-        return ToolResult("No matches found", details={"matches": 0})
-
-    lines_cut = False
-    out: list[str] = []
-    file_cache: dict[str, list[str]] = {}
-    printed: dict[str, int] = {}  # last line number printed per file
-
-    async def file_lines(rel: str) -> list[str]:
-        if rel not in file_cache:
-            p = Path(search_dir, rel)
-            try:
-                data = await anyio.to_thread.run_sync(read_regular, p, rel, ctx.env.root)
-                file_cache[rel] = data.decode("utf-8", "replace").split("\n")
-            except ToolError:
-                file_cache[rel] = []
-        return file_cache[rel]
-
-    for rel, n, text in matches:
-        label = real.name if single_file else rel
-        if context > 0:
-            lines = await file_lines(rel)
-            first = max(1, n - context, printed.get(rel, 0) + 1)
-            last = min(len(lines), n + context) if lines else n
-            for k in range(first, last + 1):
-                if k == n:
-                    line_text, sep = text, ":"
-                else:
-                    line_text, sep = lines[k - 1].removesuffix("\r"), "-"
-                shown_text, cut = truncate_line(line_text, GREP_MAX_LINE_CHARS)
-                lines_cut |= cut
-                out.append(f"{label}{sep}{k}{sep} {shown_text}")
-            printed[rel] = max(printed.get(rel, 0), last)
-        else:
-            shown_text, cut = truncate_line(text, GREP_MAX_LINE_CHARS)
-            lines_cut |= cut
-            out.append(f"{label}:{n}: {shown_text}")
-
-    cut_out = truncate_head("\n".join(out), max_lines=len(out) + 1, max_bytes=MAX_BYTES)
-    body = cut_out.content.removesuffix("\n")
     notes: list[str] = []
-    details: dict[str, Any] = {"matches": len(matches)}
-    if limit_hit:
+    details: dict[str, Any] = {"matches": out.matches}
+    if out.binary:
+        notes.append(
+            "[Binary file matches, lines not shown: " + ", ".join(out.binary) + ". Use bash "
+            "(e.g. strings, xxd) to look inside it.]"
+        )
+        details["binaryFiles"] = out.binary
+    if not out.matches:
+        body = "No matches found"
+        if notes:
+            body += "\n\n" + "\n".join(notes)
+        details["path"] = display_path(real, ctx.env.cwd)
+        return ToolResult(body, details=details)
+
+    kept = out.kept
+    body = "\n".join(kept)
+    if out.limit_hit:
         notes.append(
             f"[{limit} matches limit reached. Use limit={limit * 2} for more, "
             "or refine the pattern.]"
         )
         details["matchLimitReached"] = limit
-    if cut_out.truncation.truncated:
+    if out.full:
         notes.append(
-            f"[Output cut at {format_size(MAX_BYTES)}: showing {cut_out.truncation.output_lines} "
-            f"of {len(out)} lines. Narrow the search with path or glob.]"
+            f"[Output cut at {format_size(MAX_BYTES)}: showing {len(kept)} "
+            f"of {out.total_lines} lines. Narrow the search with path or glob.]"
         )
-        details["truncation"] = cut_out.truncation.to_json()
-    if lines_cut:
+        details["truncation"] = Truncation(
+            True,
+            "bytes",
+            out.total_lines,
+            out.total_bytes,
+            len(kept),
+            max(0, out.kept_bytes - 1),
+            out.total_lines + 1,
+            MAX_BYTES,
+        ).to_json()
+    if out.lines_cut:
         notes.append(
             f"[Some lines were cut to {GREP_MAX_LINE_CHARS} characters; read the file to "
             "see them whole.]"
         )
         details["linesTruncated"] = True
-    if failed and parser.errors:
-        notes.append("[Some files could not be searched: " + "; ".join(parser.errors[:5]) + "]")
+    if failed and out.errors:
+        notes.append("[Some files could not be searched: " + "; ".join(out.errors[:5]) + "]")
     if notes:
         body += "\n\n" + "\n".join(notes)
     details["path"] = display_path(real, ctx.env.cwd)
