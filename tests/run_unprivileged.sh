@@ -102,6 +102,10 @@ if ! can_run "$PY"; then
   fi
 fi
 
-say "running ${FILES[*]} as uid $TEST_UID with $PY"
+# An outer process limit for the user (the kernel counts all of its processes): the
+# fork-bomb attempts are bounded by themselves, and this bounds them again should the
+# sandbox's own limit break. It stays above the 1024 processes a box may hold.
+NPROC=${TOOLWIRE_TEST_NPROC:-4096}
+say "running ${FILES[*]} as uid $TEST_UID with $PY (at most $NPROC processes)"
 cd "$SRC"
-as_user "$PY" -m pytest -q -p no:cacheprovider -rs "${FILES[@]}"
+as_user prlimit --nproc="$NPROC" -- "$PY" -m pytest -q -p no:cacheprovider -rs "${FILES[@]}"
