@@ -28,6 +28,8 @@ class HostProcess:
         args: extra ``toolwire serve`` arguments.
         framing: "ndjson" or "lsp": how :meth:`send` frames and how replies are parsed.
         cwd: working directory (and default root) of the host.
+        prefix: a command line the host is started through (e.g. ``unshare``), which
+            must end by exec'ing its arguments.
     """
 
     def __init__(
@@ -37,12 +39,13 @@ class HostProcess:
         framing: str = "ndjson",
         cwd: str | Path | None = None,
         env: dict[str, str] | None = None,
+        prefix: Sequence[str] = (),
     ) -> None:
         self.framing = framing
         full_env = dict(os.environ)
         full_env.update(env or {})
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "toolwire.host", *args],
+            [*prefix, sys.executable, "-m", "toolwire.host", *args],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
