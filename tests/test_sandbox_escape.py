@@ -167,11 +167,18 @@ def bare(world: World) -> Iterator[HostProcess]:
     h.close()
 
 
-def _sh(h: HostProcess, command: str, timeout: float | None = None) -> tuple[str, dict[str, Any]]:
+def _sh(
+    h: HostProcess, command: str, timeout: float | None = None, keep_full_output: bool = False
+) -> tuple[str, dict[str, Any]]:
+    """Run ``command`` with the bash tool; (its text, the result). A full-output file the
+    host kept for a truncated answer is removed unless ``keep_full_output``."""
     args: dict[str, Any] = {"command": command}
     if timeout is not None:
         args["timeout"] = timeout
-    resp = h.call("bash", args, timeout=30)
+    resp = h.call("bash", args, timeout=(timeout or 0) + 30)
+    full = resp["result"].get("_meta", {}).get(DETAILS_META_KEY, {}).get("fullOutputPath")
+    if full and not keep_full_output:
+        Path(full).unlink(missing_ok=True)
     return _text(resp), resp["result"]
 
 
@@ -707,7 +714,7 @@ def test_default_limits_inside_the_box_are_the_promised_ones(world: World) -> No
 
 @needs_bwrap
 def test_endless_output_is_truncated(box: HostProcess) -> None:
-    out, result = _sh(box, "yes toolwire", timeout=1)
+    out, result = _sh(box, "yes toolwire", timeout=1, keep_full_output=True)
     assert len(out.encode()) < 60_000
     assert "timed out" in out and "Showing lines" in out
     meta = result["_meta"][DETAILS_META_KEY]
