@@ -339,7 +339,9 @@ def test_bash_cannot_read_shadow_or_files_outside(
 
 
 @needs_bwrap
-def test_bash_cannot_hard_link_files_from_outside(box: HostProcess, world: World) -> None:
+def test_bash_cannot_hard_link_files_from_outside(
+    box: HostProcess, bare: HostProcess, world: World
+) -> None:
     out, _ = _sh(box, f"ln /etc/passwd pw; ln {world.outside}/secret.txt s; echo end")
     assert out.endswith("end")
     assert not (world.root / "pw").exists() and not (world.root / "s").exists()
@@ -347,6 +349,12 @@ def test_bash_cannot_hard_link_files_from_outside(box: HostProcess, world: World
     assert any(
         m in out for m in ("Invalid cross-device link", "No such file", "Operation not permitted")
     )
+    # The control: unsandboxed, the outside file (same file system, same owner) links.
+    try:
+        control, _ = _sh(bare, f"ln {world.outside}/secret.txt s && echo linked")
+        assert control == "linked" and (world.root / "s").read_text() == f"{OUTSIDE_TOKEN}\n"
+    finally:
+        (world.root / "s").unlink(missing_ok=True)
 
 
 def _throwaway_targets(world: World, tag: str) -> list[Path]:
@@ -571,7 +579,7 @@ def test_processes_left_running_are_gone_after_the_call(
 
 
 @needs_bwrap
-def test_network_is_refused_without_allow_network(box: HostProcess) -> None:
+def test_network_is_refused_without_allow_network(box: HostProcess, bare: HostProcess) -> None:
     with socket.create_server(("127.0.0.1", 0)) as server:
         port = server.getsockname()[1]
         out, _ = _sh(
@@ -582,6 +590,12 @@ def test_network_is_refused_without_allow_network(box: HostProcess) -> None:
         server.setblocking(False)
         with pytest.raises(BlockingIOError):
             server.accept()  # nothing ever connected
+        # The control: unsandboxed, the same connection reaches the listener.
+        control, _ = _sh(bare, f"exec 3<>/dev/tcp/127.0.0.1/{port} && echo CONNECTED")
+        server.settimeout(30)
+        conn, _ = server.accept()
+        conn.close()
+        assert control == "CONNECTED"
     assert "CONNECTED" not in out and "refused" in out
     assert "Connection refused" in out or "Network is unreachable" in out, out
 
