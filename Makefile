@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 PIP    := $(PY) -m pip install --quiet --prefer-binary --disable-pip-version-check
 
-.PHONY: all demo test lint bench venv clean typecheck-tree
+.PHONY: all demo test test-unprivileged lint bench venv clean typecheck-tree
 
 all: test
 
@@ -19,8 +19,14 @@ venv: $(STAMP)
 demo: $(STAMP)
 	$(VENV)/bin/toolwire demo
 
+# As root on Linux, the sandbox and escape tests run a second time as an ordinary user
+# (tests/run_unprivileged.sh says why and how); as an ordinary user, once is enough.
 test: $(STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider
+	tests/run_unprivileged.sh
+
+test-unprivileged: $(STAMP)
+	tests/run_unprivileged.sh
 
 # mypy cannot follow setuptools' editable finder, so it checks a tree of symlinks
 # laid out like the installed package (toolwire/, toolwire/host, toolwire/client).

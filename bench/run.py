@@ -6,7 +6,11 @@ Servers and tools: bench/servers/ (echo {text}, sleep {ms} async, block {ms} syn
 
 Scenarios: cold start to the first tools/list; sequential echo p50/p99; 5000 pipelined echo calls;
 20 concurrent 200 ms async sleeps; echo latency while N synchronous blocking calls are in flight
-(N = 5, 39, 200); one 5 MiB echo (time and response bytes); idle and peak RSS.
+(N = 5, 39, 200); one 5 MiB echo (time and response bytes); idle and peak RSS; how long
+the server takes to exit after stdin's EOF or SIGTERM while a tool is busy (a synchronous
+tool blocking a thread, or an async tool holding the event loop without yielding), capped
+at EXIT_CAP seconds. The test suite checks these exits only with generous bounds
+(tests/e2e_helpers.py PROMPT); the tight figures are these.
 
 Usage: python bench/run.py [--quick] [--out bench/RESULTS.md]
 """
@@ -18,9 +22,11 @@ import asyncio
 import json
 import os
 import platform
+import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -317,6 +323,49 @@ async def memory(c: RawClient) -> dict[str, float]:
     return {"idle_rss_MiB": idle, "peak_rss_MiB": peak}
 
 
+EXIT_CAP = 10.0
+"""Seconds the exit scenarios wait before killing a server that has not exited (the
+figure then reads as the cap)."""
+
+
+async def exit_while_busy(server: Server, how: str, tool: str) -> dict[str, float]:
+    """Milliseconds from stdin's EOF (``how`` "eof") or SIGTERM ("sigterm") to the
+    server's exit while a 60 s call of ``tool`` ("block": a synchronous tool in a
+    thread; "hog": an async tool that never yields) runs; EXIT_CAP when it did not
+    exit by then (it is killed)."""
+    c = await RawClient.start(server)
+    try:
+        await c.initialize()
+        with tempfile.TemporaryDirectory(prefix="toolwire-bench-") as tmp:
+            marker = Path(tmp) / "started"
+            data, fut = c.call(tool, {"ms": 60_000, "marker": str(marker)})
+            # Never answered: the server ends first (its EOFError is expected).
+            fut.add_done_callback(lambda f: f.cancelled() or f.exception())
+            await c.write(data)
+            deadline = time.monotonic() + 10
+            while not marker.exists():
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{server.label}: the {tool} call never started")
+                await asyncio.sleep(0.005)
+            t0 = time.perf_counter()
+            if how == "eof":
+                assert c.proc.stdin is not None
+                c.proc.stdin.close()
+            else:
+                c.proc.send_signal(signal.SIGTERM)
+            try:
+                await asyncio.wait_for(c.proc.wait(), EXIT_CAP)
+                dt = time.perf_counter() - t0
+            except TimeoutError:
+                dt = EXIT_CAP
+        return {f"exit_{how}_{tool}_ms": dt * 1000}
+    finally:
+        if c.proc.returncode is None:
+            c.proc.kill()
+            await c.proc.wait()
+        c.reader.cancel()
+
+
 Scenario = Callable[[Server], Awaitable[dict[str, float]]]
 
 
@@ -340,6 +389,14 @@ def scenarios(quick: bool) -> list[tuple[str, Scenario]]:
         ("5 MiB echo", lambda srv: with_client(srv, big_echo)),
         ("memory", lambda srv: with_client(srv, memory)),
     ]
+    for how in ("eof", "sigterm"):
+        for tool in ("block", "hog"):
+            out.append(
+                (
+                    f"exit on {how} with a busy {tool} tool",
+                    lambda srv, how=how, tool=tool: exit_while_busy(srv, how, tool),
+                )
+            )
     return out
 
 
@@ -378,6 +435,10 @@ ROWS: list[tuple[str, str, str]] = [
     ("echo_5MiB_response_MiB", "5 MiB echo: response size (MiB)", "lower"),
     ("idle_rss_MiB", "idle RSS (MiB)", "lower"),
     ("peak_rss_MiB", "peak RSS (MiB)", "lower"),
+    ("exit_eof_block_ms", "exit after EOF, sync tool blocking (ms)", "lower"),
+    ("exit_eof_hog_ms", "exit after EOF, async tool not yielding (ms)", "lower"),
+    ("exit_sigterm_block_ms", "exit after SIGTERM, sync tool blocking (ms)", "lower"),
+    ("exit_sigterm_hog_ms", "exit after SIGTERM, async tool not yielding (ms)", "lower"),
 ]
 
 
@@ -424,13 +485,17 @@ def table(results: dict[str, dict[str, float]]) -> str:
         cells = []
         for lab in labels:
             v = results[lab].get(key)
-            cells.append("–" if v is None else (f"{v:,.0f}" if v >= 100 else f"{v:.2f}"))
+            if v is not None and key.startswith("exit_") and v >= EXIT_CAP * 1000:
+                cells.append(f"did not exit (killed at {EXIT_CAP:g} s)")
+            else:
+                cells.append("–" if v is None else (f"{v:,.0f}" if v >= 100 else f"{v:.2f}"))
         ratios = []
         for lab in labels:
             if lab == ref:
                 continue
             a, b = results[lab].get(key), results[ref].get(key)
-            if not a or not b:
+            capped = key.startswith("exit_") and max(a or 0, b or 0) >= EXIT_CAP * 1000
+            if not a or not b or capped:
                 ratios.append("–")
             elif better == "higher":
                 ratios.append(f"{a / b:.1f}× more")

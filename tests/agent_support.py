@@ -1,8 +1,9 @@
 """Shared pieces of the client-side issue-3 tests: host commands and a feature probe.
 
 The probe asks the real host, over the independent raw peer (tests/hostproc.py),
-whether it serves ``tools/callBatch`` and sends ``toolwire/approve``; tests of those
-paths skip with a clear reason when it does not (no hard-coded flag).
+whether it serves ``tools/callBatch`` and sends ``toolwire/approve``. The host ships
+both, so a host that stops serving either is a regression: tests of those paths FAIL
+with the probe's finding (they never skip).
 """
 
 from __future__ import annotations
@@ -116,12 +117,13 @@ def host_features() -> HostFeatures:
 
 
 def require_call_batch() -> None:
-    """Skip unless the host serves ``tools/callBatch``."""
+    """Fail unless the host serves ``tools/callBatch`` (a regression, never a skip)."""
     if not host_features().call_batch:
-        pytest.skip("the host does not serve tools/callBatch yet (it answered -32601)")
+        pytest.fail("the host no longer serves tools/callBatch (the probe got an error back)")
 
 
 def require_approval() -> None:
-    """Skip unless the host asks ``toolwire/approve`` under ``--approve all``."""
+    """Fail unless the host asks ``toolwire/approve`` under ``--approve all`` (a
+    regression, never a skip)."""
     if not host_features().approve:
-        pytest.skip("the host does not send toolwire/approve under --approve all yet")
+        pytest.fail("the host no longer sends toolwire/approve under --approve all")

@@ -34,6 +34,8 @@ class HostProcess:
         env: variables added to the inherited environment.
         command: the argv that starts the host, ``args`` appended (default:
             :data:`HOST_COMMAND`, the way toolwire's own launchers start it).
+        prefix: a command line the host is started through (e.g. ``unshare``), which
+            must end by exec'ing its arguments.
     """
 
     def __init__(
@@ -44,6 +46,7 @@ class HostProcess:
         cwd: str | Path | None = None,
         env: dict[str, str] | None = None,
         command: Sequence[str] | None = None,
+        prefix: Sequence[str] = (),
     ) -> None:
         self.framing = framing
         full_env = dict(os.environ)
@@ -51,7 +54,7 @@ class HostProcess:
             full_env["PYTHONSAFEPATH"] = "1"
         full_env.update(env or {})
         self.proc = subprocess.Popen(
-            [*(HOST_COMMAND if command is None else command), *args],
+            [*prefix, *(HOST_COMMAND if command is None else command), *args],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

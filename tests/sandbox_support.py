@@ -9,6 +9,7 @@ create namespaces; the sandbox tests then skip with the probe's reason.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import sys
@@ -41,3 +42,110 @@ def require_sandbox() -> None:
 
 needs_bwrap = pytest.mark.usefixtures("sandbox_required")
 """Mark a test that needs a working bubblewrap (see :func:`require_sandbox`)."""
+
+
+PROMISED_LIMITS: dict[str, int] = {
+    "cpu_seconds": 600,
+    "address_space": 8 << 30,
+    "processes": 1024,
+    "file_size": 4 << 30,
+    "open_files": 4096,
+}
+"""The default limits SECURITY.md promises ("What the sandbox promises", resource
+limits): 600 s of CPU, 8 GiB of address space, 1024 processes, 4 GiB per file and 4096
+open files. Deliberately written out here, not taken from the code's ``DEFAULT_LIMITS``:
+a test compares what a command measures inside the box with this promise."""
+
+PROMISE_TEXT: dict[str, str] = {
+    "cpu_seconds": "`cpu_seconds = 600`",
+    "address_space": "`address_space = 8 GiB`",
+    "processes": "`processes = 1024`",
+    "file_size": "`file_size = 4 GiB`",
+    "open_files": "`open_files = 4096`",
+}
+"""How SECURITY.md states each of :data:`PROMISED_LIMITS` (checked to still be there)."""
+
+_LIMIT_ROWS = {
+    "Max cpu time": "cpu_seconds",
+    "Max address space": "address_space",
+    "Max processes": "processes",
+    "Max file size": "file_size",
+    "Max open files": "open_files",
+}
+
+
+def parse_proc_limits(text: str) -> dict[str, tuple[int | None, int | None]]:
+    """The five sandbox limits from a ``/proc/<pid>/limits`` table: key ->
+    (soft, hard), None for "unlimited". Units as the kernel prints them (seconds,
+    bytes, counts). Raises AssertionError when a row is missing."""
+    out: dict[str, tuple[int | None, int | None]] = {}
+    for line in text.splitlines():
+        for row, key in _LIMIT_ROWS.items():
+            if line.startswith(row + " "):
+                soft, hard = line[len(row) :].split()[:2]
+                out[key] = tuple(  # type: ignore[assignment]
+                    None if v == "unlimited" else int(v) for v in (soft, hard)
+                )
+    assert set(out) == set(_LIMIT_ROWS.values()), text
+    return out
+
+
+def expected_limit(key: str, promised: int) -> int:
+    """``promised`` lowered to this process's own hard limit for ``key`` (SECURITY.md:
+    "Each value is lowered to the host's own hard limit")."""
+    import resource
+
+    rlim = {
+        "cpu_seconds": resource.RLIMIT_CPU,
+        "address_space": resource.RLIMIT_AS,
+        "processes": resource.RLIMIT_NPROC,
+        "file_size": resource.RLIMIT_FSIZE,
+        "open_files": resource.RLIMIT_NOFILE,
+    }[key]
+    hard = resource.getrlimit(rlim)[1]
+    return promised if hard == resource.RLIM_INFINITY else min(promised, hard)
+
+
+def pids_cgroup_expected() -> bool:
+    """Whether a host running as root here should be able to enforce the process
+    limit with a pids cgroup: checked independently of the product by creating (and
+    removing) a child group in this process's cgroup of the pids hierarchy (cgroup v1
+    ``pids`` or v2 with ``pids`` in ``cgroup.subtree_control``)."""
+    try:
+        with open("/proc/self/cgroup", encoding="ascii") as f:
+            lines = f.read().splitlines()
+        with open("/proc/self/mounts", encoding="ascii") as f:
+            mounts = [line.split() for line in f]
+    except OSError:
+        return False
+    bases = []
+    for line in lines:
+        _, controllers, rel = line.split(":", 2)
+        for m in mounts:
+            if len(m) < 4:
+                continue
+            if "pids" in controllers.split(",") and m[2] == "cgroup" and "pids" in m[3]:
+                bases.append(m[1] + rel)
+            elif controllers == "" and m[2] == "cgroup2":
+                try:
+                    with open(os.path.join(m[1] + rel, "cgroup.subtree_control")) as f:
+                        if "pids" in f.read().split():
+                            bases.append(m[1] + rel)
+                except OSError:
+                    pass
+    for base in bases:
+        probe = os.path.join(base, f"toolwire-test-{os.getpid()}-{os.urandom(3).hex()}")
+        try:
+            os.mkdir(probe)
+        except OSError:
+            continue
+        try:
+            with open(os.path.join(probe, "pids.max"), "w") as f:
+                f.write("8")
+            return True
+        except OSError:
+            continue
+        finally:
+            with contextlib.suppress(OSError):
+                os.rmdir(probe)
+    return False

@@ -1,7 +1,7 @@
 """The agent loop (toolwire.client.agent) against the real host, through both call paths.
 
-"batch" sends each assistant message's calls as one ``tools/callBatch`` (skipped while
-the host lacks it); "fallback" makes the client run them as concurrent ``tools/call``
+"batch" sends each assistant message's calls as one ``tools/callBatch`` (failing if
+the host stops serving it); "fallback" makes the client run them as concurrent ``tools/call``
 requests, as it does with any MCP server that has no ``tools/callBatch``.
 """
 

@@ -2,7 +2,7 @@
 
 Three layers: :func:`decide` on its own; the client's answers to a raw JSON-RPC peer
 that plays the host (so every malformed case can be sent); and the real host started
-with ``--approve`` (skipped, with the reason, while the host does not ask yet).
+with ``--approve`` (failing, with the reason, if the host stops asking).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e_helpers import FRAMINGS, text_of, wait_until, wire_host
+from tests.e2e_helpers import FRAMINGS, PROMPT, exits_within, text_of, wait_until, wire_host
 from tests.hostproc import HostProcess
 
 
@@ -192,8 +192,8 @@ def test_eof_exits_promptly_with_blocked_sync_handlers(tmp_path: Path) -> None:
         wait_until(lambda: text_of(h.call("gate_waiting")) == "50", timeout=30)
         t0 = time.monotonic()
         h.close_stdin()
-        assert h.wait(timeout=5) == 0
-        assert time.monotonic() - t0 < 1.5
+        assert exits_within(h) == 0
+        assert time.monotonic() - t0 < PROMPT
 
 
 # ---------------------------------------------------------------------------- timeouts
@@ -244,10 +244,10 @@ def test_eof_or_sigterm_cancels_calls_ends_children_and_exits_0(tmp_path: Path, 
             h.close_stdin()
         else:
             h.proc.send_signal(signal.SIGTERM)
-        assert h.wait(timeout=5) == 0
-        assert time.monotonic() - t0 < 1.5
+        assert exits_within(h) == 0
+        assert time.monotonic() - t0 < PROMPT
         assert (tmp_path / "b.cancelled").exists()  # the handler was interrupted
-        wait_until(lambda: not _pid_alive(child), timeout=2, what="grandchild ended")
+        wait_until(lambda: not _pid_alive(child), timeout=PROMPT, what="grandchild ended")
         if how == "sigterm":
             # no replies for the cancelled calls: only what was sent before
             assert not [m for m in h.drain() if isinstance(m, dict) and m.get("id") in ("b", "c")]
@@ -259,5 +259,5 @@ def test_a_handler_that_refuses_cancellation_cannot_hold_the_host(tmp_path: Path
         wait_until(lambda: (tmp_path / "shielded.started").exists())
         t0 = time.monotonic()
         h.close_stdin()
-        assert h.wait(timeout=5) == 0
-        assert time.monotonic() - t0 < 1.5
+        assert exits_within(h) == 0
+        assert time.monotonic() - t0 < PROMPT

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e_helpers import FRAMINGS, wait_until, wire_host
+from tests.e2e_helpers import FRAMINGS, PROMPT, exits_within, wait_until, wire_host
 
 # ---------------------------------------------------------------------------- lifecycle
 
@@ -122,20 +122,20 @@ def test_shutdown_then_requests_refused_then_exit_code_0(tmp_path: Path) -> None
             err = h.request(method, {"name": "echo"})["error"]
             assert err["code"] == -32600, method
         h.notify("exit")
-        assert h.wait(timeout=5) == 0
+        assert exits_within(h) == 0
 
 
 def test_exit_without_shutdown_exits_with_code_1(tmp_path: Path) -> None:
     with wire_host(tmp_path, "lsp") as h:
         h.notify("exit")
-        assert h.wait(timeout=5) == 1
+        assert exits_within(h) == 1
 
 
 def test_server_discover_is_refused_at_once(tmp_path: Path) -> None:
     with wire_host(tmp_path, initialize=False) as h:
         t0 = time.monotonic()
-        err = h.request("server/discover", {"_meta": {}})["error"]
-        assert time.monotonic() - t0 < 2.0
+        err = h.request("server/discover", {"_meta": {}}, timeout=PROMPT)["error"]
+        assert time.monotonic() - t0 < PROMPT
         assert err["code"] == -32601
         assert err["data"]["method"] == "server/discover"
         assert h.initialize()["result"]["protocolVersion"] == "2025-11-25"

@@ -144,7 +144,7 @@ def test_host_with_plain_tools_starts_without_pydantic_or_jsonschema() -> None:
         " builtins=False, entry_points=False)\n"
         "reg = build_registry(cfg)\n"
         "defs = reg.definitions()\n"
-        "assert len(defs) == 3, defs\n"
+        "assert len(defs) == 4, defs\n"
         "heavy = [m for m in ('pydantic', 'jsonschema', 'toolwire.models', 'rich') if m in sys.modules]\n"
         "print(heavy)\n"
     )

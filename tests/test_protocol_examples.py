@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from tests.e2e_helpers import exits_within
 from tests.hostproc import REPO, HostProcess
 
 DOC = REPO / "protocol.md"
@@ -71,8 +72,8 @@ def test_example_block(title: str, steps: list[tuple[str, Any]]) -> None:
                 got = host.recv(timeout=10)
                 assert matches(msg, got), f"{title}: expected\n{msg}\ngot\n{got}"
         if sent_exit:
-            assert host.wait(timeout=5) == 0
+            assert exits_within(host) == 0
         else:
             host.close_stdin()
-            assert host.wait(timeout=5) == 0
+            assert exits_within(host) == 0
             assert host.drain() in ([], [None]), "host sent more than the document shows"

@@ -11,7 +11,7 @@ import anyio
 import pytest
 from mcp import Client, MCPError, StdioServerParameters
 
-from tests.e2e_helpers import WIRE_TOOLS, wait_until
+from tests.e2e_helpers import PROMPT, WIRE_TOOLS, wait_until
 from tests.hostproc import REPO
 
 
@@ -76,7 +76,7 @@ def test_official_mcp_sdk_client(tmp_path: Path, mode: str) -> None:
                     "block", {"name": "sdk", "side": str(tmp_path)}, read_timeout_seconds=0.5
                 )
             await anyio.to_thread.run_sync(
-                lambda: wait_until(lambda: (tmp_path / "sdk.cancelled").exists(), timeout=5)
+                lambda: wait_until(lambda: (tmp_path / "sdk.cancelled").exists(), timeout=PROMPT)
             )
             r = await c.call_tool("echo", {"text": "still here"})
             assert r.content[0].text == "still here"  # type: ignore[union-attr]

@@ -1,8 +1,9 @@
-"""The same three tools served by the official MCP Python SDK's MCPServer, over stdio."""
+"""The same four tools served by the official MCP Python SDK's MCPServer, over stdio."""
 
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import anyio
 from mcp.server.mcpserver import MCPServer
@@ -24,10 +25,24 @@ async def sleep(ms: int) -> str:
 
 
 @server.tool()
-def block(ms: int) -> str:
-    """Block a worker thread for ms milliseconds (a synchronous tool)."""
+def block(ms: int, marker: str = "") -> str:
+    """Block a worker thread for ms milliseconds (a synchronous tool); a non-empty
+    marker names a file written when the call starts."""
+    if marker:
+        Path(marker).write_text("started")
     time.sleep(ms / 1000)
     return "blocked"
+
+
+@server.tool()
+async def hog(ms: int, marker: str) -> str:
+    """Hold the event loop for ms milliseconds without ever awaiting (a badly written
+    async tool); the marker file is written when the call starts."""
+    Path(marker).write_text("started")
+    end = time.monotonic() + ms / 1000
+    while time.monotonic() < end:
+        pass
+    return "done"
 
 
 if __name__ == "__main__":

@@ -1,8 +1,10 @@
-"""The benchmark's tools for toolwire: echo, sleep (async) and block (synchronous)."""
+"""The benchmark's tools for toolwire: echo, sleep (async), block (synchronous) and
+hog (async, never yields)."""
 
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import anyio
 from toolwire.host import tool
@@ -22,7 +24,21 @@ async def sleep(ms: int) -> str:
 
 
 @tool
-def block(ms: int) -> str:
-    """Block a worker thread for ms milliseconds (a synchronous tool)."""
+def block(ms: int, marker: str = "") -> str:
+    """Block a worker thread for ms milliseconds (a synchronous tool); a non-empty
+    marker names a file written when the call starts."""
+    if marker:
+        Path(marker).write_text("started")
     time.sleep(ms / 1000)
     return "blocked"
+
+
+@tool
+async def hog(ms: int, marker: str) -> str:
+    """Hold the event loop for ms milliseconds without ever awaiting (a badly written
+    async tool); the marker file is written when the call starts."""
+    Path(marker).write_text("started")
+    end = time.monotonic() + ms / 1000
+    while time.monotonic() < end:
+        pass
+    return "done"

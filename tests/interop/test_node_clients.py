@@ -10,14 +10,17 @@ exits non-zero when an expectation failed; the tests here assert on that summary
 re-check the key observations from the Python side.
 
 The Node packages are pinned in ``package.json`` / ``package-lock.json`` and installed by
-``npm ci`` once per session (when ``node_modules`` is missing or older than the lockfile).
-Without ``node`` and ``npm`` the tests are skipped.
+``npm ci`` once per session (when ``node_modules`` is missing or older than the lockfile);
+a failing install fails the tests. Without ``node`` and ``npm`` (or with a Node older than
+20) the tests are skipped, except where Node is required: in CI (``CI=true``, where
+``.ci/run`` installs Node) or with ``TOOLWIRE_REQUIRE_NODE=1`` they fail instead.
 """
 
 from __future__ import annotations
 
 import fcntl
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -26,7 +29,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
@@ -60,6 +63,19 @@ def host_args(root: Path) -> list[str]:
     ]
 
 
+def node_required() -> bool:
+    """True where a missing or too old Node is a failure, not a skip (CI, or asked)."""
+    return (
+        os.environ.get("CI", "").lower() == "true" or os.environ.get("TOOLWIRE_REQUIRE_NODE") == "1"
+    )
+
+
+def _unavailable(reason: str) -> NoReturn:
+    if node_required():
+        pytest.fail(reason + " (required here: CI=true or TOOLWIRE_REQUIRE_NODE=1)")
+    pytest.skip(reason)
+
+
 def _needs_install() -> bool:
     return not INSTALLED_LOCK.exists() or INSTALLED_LOCK.stat().st_mtime < LOCKFILE.stat().st_mtime
 
@@ -69,13 +85,13 @@ def node() -> Iterator[str]:
     """Path of ``node``, with tests/interop/node_modules installed by ``npm ci`` when needed."""
     node_path, npm_path = shutil.which("node"), shutil.which("npm")
     if node_path is None or npm_path is None:
-        pytest.skip("node and npm are needed for the Node interop tests (Node >= 20 on PATH)")
+        _unavailable("node and npm are needed for the Node interop tests (Node >= 20 on PATH)")
     version = subprocess.run(
         [node_path, "--version"], capture_output=True, text=True, check=True
     ).stdout.strip()
     match = re.match(r"v(\d+)\.", version)
     if match is None or int(match.group(1)) < MIN_NODE_MAJOR:
-        pytest.skip(f"the Node interop tests need Node >= {MIN_NODE_MAJOR}; found {version}")
+        _unavailable(f"the Node interop tests need Node >= {MIN_NODE_MAJOR}; found {version}")
     # One install at a time, even with several pytest runs on the machine.
     lock_path = Path(tempfile.gettempdir()) / "toolwire-interop-npm-ci.lock"
     with open(lock_path, "w") as lock:
