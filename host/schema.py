@@ -533,8 +533,6 @@ def _to_number(x: Any, integer: bool) -> Any:
         return f
     if t is bool:
         return int(x)
-    if x is None:
-        return 0
     return _MISSING
 
 
@@ -548,8 +546,6 @@ def _to_string(x: Any) -> Any:
         if x.is_integer() and abs(x) < 1e21:
             return str(int(x))
         return repr(x)
-    if x is None:
-        return ""
     return _MISSING
 
 
@@ -559,8 +555,6 @@ def _to_boolean(x: Any) -> Any:
         return {"true": True, "false": False}.get(x, _MISSING)
     if t is int or t is float:
         return True if x == 1 else False if x == 0 else _MISSING
-    if x is None:
-        return False
     return _MISSING
 
 
@@ -702,10 +696,16 @@ class ArgumentSchema:
         Rules (per node, before its other keywords, recursing into ``properties``,
         ``additionalProperties``, ``prefixItems`` and ``items``):
 
+        * null is never turned into another value (no ``""``, 0 or false: a departure
+          from Pi's table, so that a null can never empty a file or delete text). A
+          null for an *optional* declared property whose schema does not admit null is
+          dropped, so the property counts as absent and its default applies; a null
+          anywhere else (a required property, an array item, an additional property,
+          the arguments themselves) stays and fails validation, naming its path.
         * number/integer: a numeric string becomes the number (for integer, a string
-          with a fraction such as ``"42.1"`` stays and fails); true/false → 1/0; null → 0.
-        * boolean: only ``"true"``/``"false"``, 1/0 and null (→ false) convert.
-        * string: a number or boolean becomes its text; null → ``""``.
+          with a fraction such as ``"42.1"`` stays and fails); true/false → 1/0.
+        * boolean: only ``"true"``/``"false"`` and 1/0 convert.
+        * string: a number or boolean becomes its text.
         * null: ``""``, 0 and false become null.
         * object/array: a string holding JSON is parsed, kept only if the result
           (coerced) validates against the node.
@@ -764,8 +764,22 @@ class ArgumentSchema:
         addl = addl if type(addl) is dict else None
         if not props and addl is None:
             return x
+        required = node.get("required")
+        required = required if type(required) is list else ()
         out: dict[str, Any] | None = None
         for k, v in x.items():
+            declared = props.get(k)
+            if (
+                v is None
+                and declared is not None
+                and k not in required
+                and not self._sub_valid(declared, None)
+            ):
+                # An optional property given as null counts as absent (its default applies).
+                if out is None:
+                    out = dict(x)
+                del out[k]
+                continue
             sub = props.get(k, addl)
             if sub is None:
                 continue
