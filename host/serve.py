@@ -22,6 +22,7 @@ import anyio
 from toolwire.session import Session
 from toolwire.streams import FdReceiveStream, FdSendStream
 
+from . import outputs
 from .approval import ApprovalPolicy
 from .context import ExecEnv
 from .executor import Executor
@@ -189,6 +190,7 @@ class _Watchdog:
     def _fire(self) -> None:
         log.warning("still running %.2gs after shutdown began; exiting now", self.grace)
         kill_descendants()
+        outputs.remove_directory()
         logging.shutdown()
         os._exit(self.code())
 

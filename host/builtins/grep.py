@@ -14,6 +14,7 @@ import anyio.to_thread
 
 from ..context import ToolContext
 from ..hints import Param
+from ..paths import resolve_output_file
 from ..results import ToolError, ToolResult
 from ..runner import RunResult, run_in_env
 from ..truncate import GREP_MAX_LINE_CHARS, MAX_BYTES, format_size, truncate_head, truncate_line
@@ -97,7 +98,9 @@ async def grep(
     rg = find_rg()
     if rg is None:
         raise ToolError("ripgrep (rg) is not installed; grep needs it")
-    real = ctx.env.resolve(path, must_exist=True)
+    output_file = resolve_output_file(path)  # a bash full-output file, read-only
+    real = output_file or ctx.env.resolve(path, must_exist=True)
+    within = output_file.parent if output_file else ctx.env.root
     matcher: GlobMatcher | None = None
     if glob:
         try:
@@ -169,7 +172,7 @@ async def grep(
         if rel not in file_cache:
             p = Path(search_dir, rel)
             try:
-                data = await anyio.to_thread.run_sync(read_regular, p, rel, ctx.env.root)
+                data = await anyio.to_thread.run_sync(read_regular, p, rel, within)
                 file_cache[rel] = data.decode("utf-8", "replace").split("\n")
             except ToolError:
                 file_cache[rel] = []

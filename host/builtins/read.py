@@ -11,7 +11,7 @@ import anyio.to_thread
 
 from ..context import ToolContext
 from ..hints import Param
-from ..paths import resolve_read_path
+from ..paths import resolve_output_file, resolve_read_path
 from ..results import ToolError, ToolResult, image_block
 from ..truncate import MAX_BYTES, MAX_LINES, format_size, split_lines, truncate_head
 from ._common import builtin_tool, display_path, read_regular
@@ -113,9 +113,11 @@ async def read(
     use offset and limit to page through larger files). PNG, JPEG, GIF and WebP
     images come back as images.
     """
-    real = resolve_read_path(ctx.env, path)
+    output_file = resolve_output_file(path)  # a bash full-output file, read-only
+    real = output_file or resolve_read_path(ctx.env, path)
     shown = display_path(real, ctx.env.cwd)
-    data = await anyio.to_thread.run_sync(read_regular, real, shown, ctx.env.root)
+    within = output_file.parent if output_file else ctx.env.root
+    data = await anyio.to_thread.run_sync(read_regular, real, shown, within)
 
     mime = detect_image(data[:16])
     if mime is not None:
