@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 from toolwire import _json
 
+from .metacheck import meta_verdict
+
 if TYPE_CHECKING:
     import jsonschema
 
@@ -583,17 +585,9 @@ class ArgumentSchema:
         self.schema = schema
         self._validator: jsonschema.protocols.Validator | None = None
         self._subchecks: dict[int, Check] = {}
-        declared = schema.get("$schema")
-        self.fast = True
-        try:
-            if declared is not None and declared not in DRAFT_2020_12:
-                raise UnsupportedSchema(f"$schema {declared!r}")
-            self._compiler: _Compiler | None = _Compiler(schema)
-            self.is_valid: Check = self._compiler.compile(schema)
-        except UnsupportedSchema:
-            self.fast = False
-            self._compiler = None
-            self.is_valid = self._jsonschema_valid
+        self._check: Check | None = None
+        self._fast = True
+        self._compiler: _Compiler | None = None
         # Top-level fields that reach the handler: the declared ones, unless the schema
         # itself admits others (an explicit additionalProperties, or patternProperties).
         props = schema.get("properties")
@@ -601,6 +595,38 @@ class ArgumentSchema:
         self.declared: frozenset[str] | None = (
             None if admits_extra or type(props) is not dict else frozenset(props)
         )
+
+    def _compile(self) -> Check:
+        """Compile the check (on first use: a host with many tools compiles only the
+        ones that are called)."""
+        check = self._check
+        if check is not None:
+            return check
+        declared = self.schema.get("$schema")
+        try:
+            if declared is not None and declared not in DRAFT_2020_12:
+                raise UnsupportedSchema(f"$schema {declared!r}")
+            compiler = _Compiler(self.schema)
+            check = compiler.compile(self.schema)
+            self._compiler = compiler
+        except UnsupportedSchema:
+            self._fast = False
+            self._compiler = None
+            check = self._jsonschema_valid
+        self._check = check
+        return check
+
+    @property
+    def is_valid(self) -> Check:
+        """``is_valid(instance) -> bool``: the verdict (compiled on first use)."""
+        check = self._check
+        return check if check is not None else self._compile()
+
+    @property
+    def fast(self) -> bool:
+        """True when the compiled check is used, False when jsonschema checks."""
+        self._compile()
+        return self._fast
 
     # -------------------------------------------------------------- jsonschema (slow path)
 
@@ -619,9 +645,14 @@ class ArgumentSchema:
     def check_schema(self) -> None:
         """Check the schema against its metaschema.
 
+        A schema :func:`~toolwire.host.metacheck.meta_verdict` finds conforming costs one
+        walk; any other is checked by jsonschema (for the verdict and its message).
+
         Raises:
             jsonschema.SchemaError: the schema is not a valid JSON Schema.
         """
+        if meta_verdict(self.schema) is True:
+            return
         import jsonschema
 
         cls = jsonschema.validators.validator_for(
@@ -636,6 +667,7 @@ class ArgumentSchema:
         """Whether ``instance`` validates against ``node``, a subschema of this schema."""
         check = self._subchecks.get(id(node))
         if check is None:
+            self._compile()
             if self._compiler is not None:
                 try:
                     check = self._compiler.compile(node)
