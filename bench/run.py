@@ -4,7 +4,9 @@ Every scenario spawns each server fresh and drives it with the same minimal raw 
 (asyncio subprocess pipes, no SDK on the client side), so the client costs the same for both.
 Servers and tools: bench/servers/ (echo {text}, sleep {ms} async, block {ms} synchronous).
 
-Scenarios: cold start to the first tools/list; sequential echo p50/p99; 5000 pipelined echo calls;
+Scenarios: cold start to the first tools/list; cold start to the whole list of 2,000 tools with
+raw JSON Schemas of 25 properties (servers/many_schemas.py; the SDK side uses its low-level
+Server, as MCPServer cannot take raw schemas); sequential echo p50/p99; 5000 pipelined echo calls;
 20 concurrent 200 ms async sleeps; echo latency while N synchronous blocking calls are in flight
 (N = 5, 39, 200); one 5 MiB echo (time and response bytes); idle and peak RSS; how long
 the server takes to exit after stdin's EOF or SIGTERM while a tool is busy (a synchronous
@@ -44,7 +46,19 @@ class Server:
     label: str
     argv: list[str]
     framing: str  # "ndjson" or "lsp"
+    many_argv: list[str] | None = None  # the same server with the 2,000-tool set
 
+
+TOOLWIRE_MANY = [
+    PY,
+    "-m",
+    "toolwire.host",
+    "--no-builtins",
+    "--no-entry-points",
+    "--tools",
+    str(HERE / "servers" / "toolwire_many.py"),
+]
+"""toolwire serving the 2,000 raw-schema tools of servers/many_schemas.py."""
 
 SERVERS = [
     Server(
@@ -59,6 +73,7 @@ SERVERS = [
             str(HERE / "servers" / "toolwire_tools.py"),
         ],
         "ndjson",
+        TOOLWIRE_MANY,
     ),
     Server(
         "toolwire (lsp)",
@@ -72,8 +87,15 @@ SERVERS = [
             str(HERE / "servers" / "toolwire_tools.py"),
         ],
         "lsp",
+        TOOLWIRE_MANY,
     ),
-    Server("MCP SDK MCPServer", [PY, str(HERE / "servers" / "mcp_server.py")], "ndjson"),
+    Server(
+        "MCP SDK MCPServer",
+        [PY, str(HERE / "servers" / "mcp_server.py")],
+        "ndjson",
+        # MCPServer derives schemas from signatures; raw schemas need the SDK's low-level Server.
+        [PY, str(HERE / "servers" / "mcp_many.py")],
+    ),
 ]
 
 
@@ -220,6 +242,30 @@ async def cold_start(server: Server, runs: int) -> dict[str, float]:
         times.append(time.perf_counter() - t0)
         await c.close()
     return {"cold_start_ms": statistics.median(times) * 1000}
+
+
+async def cold_start_many(server: Server, runs: int) -> dict[str, float]:
+    """Start to the whole list of 2,000 raw-schema tools (every page, following nextCursor)."""
+    assert server.many_argv is not None
+    many = Server(server.label, server.many_argv, server.framing)
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        c = await RawClient.start(many)
+        await c.initialize()
+        listed = 0
+        cursor = None
+        while True:
+            resp = await c.request("tools/list", {"cursor": cursor} if cursor else None)
+            listed += len(resp["result"]["tools"])
+            cursor = resp["result"].get("nextCursor")
+            if not cursor:
+                break
+        times.append(time.perf_counter() - t0)
+        await c.close()
+        if listed != 2000:
+            raise RuntimeError(f"{server.label}: listed {listed} tools, not 2000")
+    return {"cold_start_2000_tools_ms": statistics.median(times) * 1000}
 
 
 async def with_client(
@@ -374,6 +420,7 @@ def scenarios(quick: bool) -> list[tuple[str, Scenario]]:
     seq_n = 300 if quick else 1000
     out: list[tuple[str, Scenario]] = [
         ("cold start", lambda srv: cold_start(srv, 1)),
+        ("cold start, 2,000 tools", lambda srv: cold_start_many(srv, 1)),
         ("sequential echo", lambda srv: with_client(srv, lambda c: sequential(c, seq_n))),
         ("pipelined echo", lambda srv: with_client(srv, lambda c: pipelined(c, 5000))),
         ("concurrent sleeps", lambda srv: with_client(srv, concurrent_sleeps)),
@@ -404,7 +451,7 @@ async def bench_all(quick: bool) -> dict[str, dict[str, float]]:
     """Run every scenario on every server, the servers taking turns within each round
     (A, B, C, A, B, C, ...), so a machine whose speed drifts affects all alike; each
     figure is the median of its rounds."""
-    rounds = {"cold start": 3 if quick else 9}
+    rounds = {"cold start": 3 if quick else 9, "cold start, 2,000 tools": 3 if quick else 5}
     samples: dict[str, dict[str, list[float]]] = {srv.label: {} for srv in SERVERS}
     for name, scenario in scenarios(quick):
         n = rounds.get(name, 1 if quick else 3)
@@ -413,10 +460,16 @@ async def bench_all(quick: bool) -> dict[str, dict[str, float]]:
             for srv in SERVERS:
                 for key, value in (await scenario(srv)).items():
                     samples[srv.label].setdefault(key, []).append(value)
-    return {
+    results = {
         label: {key: statistics.median(values) for key, values in figures.items()}
         for label, figures in samples.items()
     }
+    for figures in results.values():
+        if figures.get("cold_start_ms") and "cold_start_2000_tools_ms" in figures:
+            figures["many_tools_factor"] = (
+                figures["cold_start_2000_tools_ms"] / figures["cold_start_ms"]
+            )
+    return results
 
 
 # ----------------------------------------------------------------------------- report
@@ -424,6 +477,8 @@ async def bench_all(quick: bool) -> dict[str, dict[str, float]]:
 ROWS: list[tuple[str, str, str]] = [
     # key, label, better ("lower"/"higher")
     ("cold_start_ms", "cold start to first tools/list (ms)", "lower"),
+    ("cold_start_2000_tools_ms", "cold start to the list of 2,000 raw-schema tools (ms)", "lower"),
+    ("many_tools_factor", "2,000 tools ÷ own 3-tool cold start (×)", "lower"),
     ("seq_p50_ms", "sequential echo p50 (ms)", "lower"),
     ("seq_p99_ms", "sequential echo p99 (ms)", "lower"),
     ("pipelined_per_s", "5000 pipelined echo calls (calls/s)", "higher"),

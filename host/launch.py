@@ -23,6 +23,7 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from . import outputs
 from .importpath import scrub_import_path
 from .options import build_parser, config_from_args, take_over_stdio
 from .procs import kill_descendants, set_subreaper
@@ -55,6 +56,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         format="toolwire[%(process)d] %(levelname)s %(name)s: %(message)s",
     )
     set_subreaper()
+    outputs.sweep_stale()  # bash full-output files of this user's hosts that were killed
     code = 0
     probe: concurrent.futures.Future[Sandbox] = concurrent.futures.Future()
     probe_started = False
@@ -110,6 +112,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         if probe_started and not probe.done():
             concurrent.futures.wait([probe], timeout=5)
         kill_descendants()
+        outputs.remove_directory()
         logging.shutdown()
         sys.stderr.flush()
     # Worker threads stuck in synchronous tools must not keep the process alive.

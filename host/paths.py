@@ -55,6 +55,7 @@ __all__ = [
     "normalize_path_argument",
     "open_directory",
     "path_variants",
+    "resolve_output_file",
     "resolve_path",
     "resolve_read_path",
     "resolve_write_path",
@@ -546,3 +547,17 @@ def resolve_read_path(env: ExecEnv, path: str) -> Path:
             if os.path.lexists(real):
                 return real
     raise PathError(f"File not found: {path}")
+
+
+# ------------------------------------------------ bash's full-output files (read-only)
+
+
+def resolve_output_file(path: str) -> Path | None:
+    """The one allowance outside the root, for tools that only read (read, grep): when
+    ``path`` is the absolute path of a full-output file of this host (the path a
+    truncated bash answer names; see :mod:`toolwire.host.outputs`), its real path;
+    otherwise None, and the usual rule applies. Open the file beneath its directory
+    (``path.parent``), never beneath the root. Tools that write never call this."""
+    from .outputs import output_file
+
+    return output_file(path)

@@ -75,6 +75,9 @@ _REAP_SECONDS = 2.0
 OutputCallback = Callable[[str], Any]
 """Receives each decoded chunk of output; may be a coroutine function."""
 
+RawOutputCallback = Callable[[bytes], Any]
+"""Receives each chunk of output as read, undecoded; may be a coroutine function."""
+
 
 @dataclass(frozen=True)
 class RunResult:
@@ -288,6 +291,7 @@ async def run_command(
     on_output: OutputCallback | None = None,
     sandbox: Sandbox | None = None,
     root: str | os.PathLike[str] | None = None,
+    on_raw: RawOutputCallback | None = None,
 ) -> RunResult:
     """Run ``argv`` to completion and end everything it started.
 
@@ -305,6 +309,8 @@ async def run_command(
         sandbox: run inside this sandbox (see :meth:`Sandbox.wrap`), holding one of
             its ``max_commands`` slots; None to run directly.
         root: the directory the sandbox mounts read-write (default: ``cwd``).
+        on_raw: called with each chunk of merged output as read (bytes, undecoded),
+            before ``on_output`` gets its decoded text; may be ``async``.
 
     Returns:
         A :class:`RunResult`.
@@ -317,7 +323,9 @@ async def run_command(
         anyio cancellation: re-raised after the process tree is ended.
     """
     if sandbox is None:
-        return await _run_command(argv, cwd=cwd, env=env, timeout=timeout, on_output=on_output)
+        return await _run_command(
+            argv, cwd=cwd, env=env, timeout=timeout, on_output=on_output, on_raw=on_raw
+        )
     async with command_slots(sandbox).hold(timeout) as waited:
         if timeout is not None and timeout > 0:
             timeout = max(timeout - waited, 0.001)
@@ -329,6 +337,7 @@ async def run_command(
             on_output=on_output,
             sandbox=sandbox,
             root=root,
+            on_raw=on_raw,
         )
 
 
@@ -341,6 +350,7 @@ async def _run_command(
     on_output: OutputCallback | None = None,
     sandbox: Sandbox | None = None,
     root: str | os.PathLike[str] | None = None,
+    on_raw: RawOutputCallback | None = None,
 ) -> RunResult:
     """The body of :func:`run_command` (which holds the command slot)."""
     started = time.monotonic()
@@ -412,6 +422,18 @@ async def _run_command(
             if inspect.isawaitable(r):
                 await r
 
+    raw_is_async = on_raw is not None and inspect.iscoroutinefunction(on_raw)
+
+    async def emit_raw(chunk: bytes) -> None:
+        if on_raw is None:
+            return
+        if raw_is_async:
+            await on_raw(chunk)
+        else:
+            r = on_raw(chunk)
+            if inspect.isawaitable(r):
+                await r
+
     async def read_loop() -> None:
         nonlocal total
         while True:
@@ -427,7 +449,9 @@ async def _run_command(
                 eof.set()
                 return
             total += len(chunk)
-            await emit(decoder.decode(chunk))
+            await emit_raw(chunk)
+            if on_output is not None:
+                await emit(decoder.decode(chunk))
 
     async def wait_exited() -> None:
         """Return once the process has exited (it is then a zombie, not yet reaped)."""
@@ -521,6 +545,7 @@ async def run_in_env(
     cwd: str | os.PathLike[str] | None = None,
     timeout: float | None = None,
     on_output: OutputCallback | None = None,
+    on_raw: RawOutputCallback | None = None,
 ) -> RunResult:
     """Run ``argv`` as a tool acting in ``exec_env``: the way tools start processes.
 
@@ -536,7 +561,7 @@ async def run_in_env(
         cwd: working directory (default: ``exec_env.cwd``); must lie inside the root
             when sandboxed.
         timeout: seconds; None or <= 0 for no limit.
-        on_output: see :func:`run_command`.
+        on_output, on_raw: see :func:`run_command`.
 
     Raises:
         see :func:`run_command`.
@@ -555,4 +580,5 @@ async def run_in_env(
         on_output=on_output,
         sandbox=sandbox,
         root=exec_env.root,
+        on_raw=on_raw,
     )

@@ -52,6 +52,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from . import outputs
+
 __all__ = [
     "DEFAULT_ENV_ALLOW",
     "DEFAULT_LIMITS",
@@ -668,6 +670,9 @@ class Sandbox:
             if os.path.exists(resolv) and not _under(resolv, "/etc") and not _under(resolv, "/usr"):
                 ops.append(("--ro-bind", resolv, resolv))
         ops += [("--ro-bind", p, p) for p in self.settings.extra_ro_paths]
+        # bash's full-output files (toolwire.host.outputs): visible read-only at the
+        # path an answer names, so a sandboxed command can read them.
+        ops += [("--ro-bind", p, p) for p in outputs.sandbox_ro_paths()]
         ops += [("--bind", p, p) for p in self.settings.extra_rw_paths]
         # A mount hides what an earlier, deeper one put below it: mount parents first.
         return sorted(ops, key=lambda op: _depth(op[2]))

@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 from toolwire import _json
 
+from .metacheck import meta_verdict
+
 if TYPE_CHECKING:
     import jsonschema
 
@@ -533,8 +535,6 @@ def _to_number(x: Any, integer: bool) -> Any:
         return f
     if t is bool:
         return int(x)
-    if x is None:
-        return 0
     return _MISSING
 
 
@@ -548,8 +548,6 @@ def _to_string(x: Any) -> Any:
         if x.is_integer() and abs(x) < 1e21:
             return str(int(x))
         return repr(x)
-    if x is None:
-        return ""
     return _MISSING
 
 
@@ -559,8 +557,6 @@ def _to_boolean(x: Any) -> Any:
         return {"true": True, "false": False}.get(x, _MISSING)
     if t is int or t is float:
         return True if x == 1 else False if x == 0 else _MISSING
-    if x is None:
-        return False
     return _MISSING
 
 
@@ -610,17 +606,9 @@ class ArgumentSchema:
         self.schema = schema
         self._validator: jsonschema.protocols.Validator | None = None
         self._subchecks: dict[int, Check] = {}
-        declared = schema.get("$schema")
-        self.fast = True
-        try:
-            if declared is not None and declared not in DRAFT_2020_12:
-                raise UnsupportedSchema(f"$schema {declared!r}")
-            self._compiler: _Compiler | None = _Compiler(schema)
-            self.is_valid: Check = self._compiler.compile(schema)
-        except UnsupportedSchema:
-            self.fast = False
-            self._compiler = None
-            self.is_valid = self._jsonschema_valid
+        self._check: Check | None = None
+        self._fast = True
+        self._compiler: _Compiler | None = None
         # Top-level fields that reach the handler: the declared ones, unless the schema
         # itself admits others (an explicit additionalProperties, or patternProperties).
         props = schema.get("properties")
@@ -628,6 +616,38 @@ class ArgumentSchema:
         self.declared: frozenset[str] | None = (
             None if admits_extra or type(props) is not dict else frozenset(props)
         )
+
+    def _compile(self) -> Check:
+        """Compile the check (on first use: a host with many tools compiles only the
+        ones that are called)."""
+        check = self._check
+        if check is not None:
+            return check
+        declared = self.schema.get("$schema")
+        try:
+            if declared is not None and declared not in DRAFT_2020_12:
+                raise UnsupportedSchema(f"$schema {declared!r}")
+            compiler = _Compiler(self.schema)
+            check = compiler.compile(self.schema)
+            self._compiler = compiler
+        except UnsupportedSchema:
+            self._fast = False
+            self._compiler = None
+            check = self._jsonschema_valid
+        self._check = check
+        return check
+
+    @property
+    def is_valid(self) -> Check:
+        """``is_valid(instance) -> bool``: the verdict (compiled on first use)."""
+        check = self._check
+        return check if check is not None else self._compile()
+
+    @property
+    def fast(self) -> bool:
+        """True when the compiled check is used, False when jsonschema checks."""
+        self._compile()
+        return self._fast
 
     # -------------------------------------------------------------- jsonschema (slow path)
 
@@ -646,9 +666,14 @@ class ArgumentSchema:
     def check_schema(self) -> None:
         """Check the schema against its metaschema.
 
+        A schema :func:`~toolwire.host.metacheck.meta_verdict` finds conforming costs one
+        walk; any other is checked by jsonschema (for the verdict and its message).
+
         Raises:
             jsonschema.SchemaError: the schema is not a valid JSON Schema.
         """
+        if meta_verdict(self.schema) is True:
+            return
         import jsonschema
 
         cls = jsonschema.validators.validator_for(
@@ -663,6 +688,7 @@ class ArgumentSchema:
         """Whether ``instance`` validates against ``node``, a subschema of this schema."""
         check = self._subchecks.get(id(node))
         if check is None:
+            self._compile()
             if self._compiler is not None:
                 try:
                     check = self._compiler.compile(node)
@@ -723,10 +749,16 @@ class ArgumentSchema:
         Rules (per node, before its other keywords, recursing into ``properties``,
         ``additionalProperties``, ``prefixItems`` and ``items``):
 
+        * null is never turned into another value (no ``""``, 0 or false: a departure
+          from Pi's table, so that a null can never empty a file or delete text). A
+          null for an *optional* declared property whose schema does not admit null is
+          dropped, so the property counts as absent and its default applies; a null
+          anywhere else (a required property, an array item, an additional property,
+          the arguments themselves) stays and fails validation, naming its path.
         * number/integer: a numeric string becomes the number (for integer, a string
-          with a fraction such as ``"42.1"`` stays and fails); true/false → 1/0; null → 0.
-        * boolean: only ``"true"``/``"false"``, 1/0 and null (→ false) convert.
-        * string: a number or boolean becomes its text; null → ``""``.
+          with a fraction such as ``"42.1"`` stays and fails); true/false → 1/0.
+        * boolean: only ``"true"``/``"false"`` and 1/0 convert.
+        * string: a number or boolean becomes its text.
         * null: ``""``, 0 and false become null.
         * object/array: a string holding JSON is parsed, kept only if the result
           (coerced) validates against the node.
@@ -789,8 +821,22 @@ class ArgumentSchema:
         addl = addl if type(addl) is dict else None
         if not props and addl is None:
             return x
+        required = node.get("required")
+        required = required if type(required) is list else ()
         out: dict[str, Any] | None = None
         for k, v in x.items():
+            declared = props.get(k)
+            if (
+                v is None
+                and declared is not None
+                and k not in required
+                and not self._sub_valid(declared, None)
+            ):
+                # An optional property given as null counts as absent (its default applies).
+                if out is None:
+                    out = dict(x)
+                del out[k]
+                continue
             sub = props.get(k, addl)
             if sub is None:
                 continue

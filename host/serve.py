@@ -23,6 +23,7 @@ import anyio
 from toolwire.session import Session
 from toolwire.streams import FdReceiveStream, FdSendStream
 
+from . import outputs
 from .approval import ApprovalPolicy
 from .context import ExecEnv
 from .executor import Executor
@@ -219,6 +220,7 @@ class _Watchdog:
             return
         log.warning("still running %.2gs after shutdown began; exiting now", self.grace)
         kill_descendants()
+        outputs.remove_directory()
         logging.shutdown()
         os._exit(self.code())
 

@@ -162,9 +162,15 @@ class Arguments:
         self.field_defaults = field_defaults
         self.model = model
         self.param = param
+        # The fast path is built at the first call (a host with many tools builds only
+        # the ones that are called).
         self.check_convert: Callable[[Any], tuple[dict[str, Any], dict[str, Any]]] = (
-            self._fast_path()
+            self._first_check_convert
         )
+
+    def _first_check_convert(self, arguments: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+        self.check_convert = self._fast_path()
+        return self.check_convert(arguments)
 
     def _slow_check_convert(self, arguments: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         checked = self.check(arguments)

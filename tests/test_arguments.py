@@ -57,7 +57,7 @@ ROWS: list[tuple[str, Any, Any, Any, Any]] = [
     ("number from exponent string", float, {"type": "number"}, "1e3", 1000),
     ("number from true", float, {"type": "number"}, True, 1),
     ("number from false", float, {"type": "number"}, False, 0),
-    ("number from null", float, {"type": "number"}, None, 0),
+    ("number refuses null", float, {"type": "number"}, None, INVALID),
     ("number refuses words", float, {"type": "number"}, "abc", INVALID),
     ("number refuses empty string", float, {"type": "number"}, "", INVALID),
     ("number refuses arrays", float, {"type": "number"}, [1], INVALID),
@@ -65,14 +65,14 @@ ROWS: list[tuple[str, Any, Any, Any, Any]] = [
     ("integer from whole decimal", int, {"type": "integer"}, "42.0", 42),
     ("integer refuses a fraction", int, {"type": "integer"}, "42.1", INVALID),
     ("integer from true", int, {"type": "integer"}, True, 1),
-    ("integer from null", int, {"type": "integer"}, None, 0),
+    ("integer refuses null", int, {"type": "integer"}, None, INVALID),
     ("integer keeps 3.0 valid", int, {"type": "integer"}, 3.0, 3),
     # booleans
     ("boolean from 'true'", bool, {"type": "boolean"}, "true", True),
     ("boolean from 'false'", bool, {"type": "boolean"}, "false", False),
     ("boolean from 1", bool, {"type": "boolean"}, 1, True),
     ("boolean from 0", bool, {"type": "boolean"}, 0, False),
-    ("boolean from null", bool, {"type": "boolean"}, None, False),
+    ("boolean refuses null", bool, {"type": "boolean"}, None, INVALID),
     ("boolean refuses '1'", bool, {"type": "boolean"}, "1", INVALID),
     ("boolean refuses 'yes'", bool, {"type": "boolean"}, "yes", INVALID),
     ("boolean refuses 2", bool, {"type": "boolean"}, 2, INVALID),
@@ -81,7 +81,7 @@ ROWS: list[tuple[str, Any, Any, Any, Any]] = [
     ("string from float", str, {"type": "string"}, 4.5, "4.5"),
     ("string from whole float", str, {"type": "string"}, 4.0, "4"),
     ("string from true", str, {"type": "string"}, True, "true"),
-    ("string from null", str, {"type": "string"}, None, ""),
+    ("string refuses null", str, {"type": "string"}, None, INVALID),
     ("string refuses arrays", str, {"type": "string"}, [1], INVALID),
     ("string refuses objects", str, {"type": "string"}, {"a": 1}, INVALID),
     # null
@@ -579,3 +579,102 @@ def test_schemas_beyond_the_fast_subset_fall_back_to_jsonschema() -> None:
     assert not older.fast
     assert older.is_valid({"t": [1, "x"]}) and not older.is_valid({"t": ["x"]})
     assert older.coerce({"t": ["3"]}) == {"t": [3]}
+
+
+# ---------------------------------------------------------------------------- null
+
+
+class OptionalArgs(BaseModel):
+    name: str
+    count: int = 3
+    label: str = "x"
+
+
+class NullItem(BaseModel):
+    old: str
+    new: str
+    note: str = "-"
+
+
+def _optional_styles() -> list[tuple[str, Any]]:
+    """Tools with a required ``name: str`` and optional ``count: int = 3`` and
+    ``label: str = "x"``, declared each way; the handler returns what it got."""
+
+    def hints(name: str, count: int = 3, label: str = "x") -> Any:
+        """Hints."""
+        return {"name": name, "count": count, "label": label}
+
+    def via_model(args: Any) -> Any:
+        """Model."""
+        return args.model_dump()
+
+    via_model.__annotations__ = {"args": OptionalArgs, "return": Any}
+
+    schema = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string"},
+            "count": {"type": "integer", "default": 3},
+            "label": {"type": "string", "default": "x"},
+        },
+        "required": ["name"],
+    }
+
+    def raw(args: dict[str, Any]) -> Any:
+        """Raw."""
+        return {"count": 3, "label": "x", **args}
+
+    return [
+        ("hints", build_tool(tool(hints))),
+        ("model", build_tool(tool(via_model))),
+        ("schema", build_tool(tool(input_schema=schema)(raw))),
+    ]
+
+
+@pytest.mark.parametrize("style", ["hints", "model", "schema"])
+def test_null_for_an_optional_parameter_means_absent(style: str) -> None:
+    t = dict(_optional_styles())[style]
+    got = t.handler(**t.validate({"name": "n", "count": None, "label": None}))
+    assert got == {"name": "n", "count": 3, "label": "x"}, style
+
+
+@pytest.mark.parametrize("style", ["hints", "model", "schema"])
+def test_null_for_a_required_parameter_is_an_error_naming_it(style: str) -> None:
+    t = dict(_optional_styles())[style]
+    with pytest.raises(ArgumentError) as e:
+        t.validate({"name": None, "count": None})
+    assert [p for p, _ in e.value.problems] == ["name"], (style, e.value.problems)
+    assert "null" in e.value.problems[0][1]
+
+
+def test_null_inside_items_is_an_error_and_nullable_parameters_keep_null() -> None:
+    def edits(items: list[NullItem], maybe: str | None = "d") -> Any:
+        """Items."""
+        return [i.model_dump() for i in items], maybe
+
+    t = build_tool(tool(edits))
+    with pytest.raises(ArgumentError) as e:
+        t.validate({"items": [{"old": "a", "new": None}]})
+    assert [p for p, _ in e.value.problems] == ["items.0.new"]
+    got = t.handler(**t.validate({"items": [{"old": "a", "new": "b", "note": None}]}))
+    assert got == ([{"old": "a", "new": "b", "note": "-"}], "d")
+    # A parameter that admits null receives null (not its default).
+    assert t.handler(**t.validate({"items": [], "maybe": None})) == ([], None)
+
+
+def test_null_is_never_converted_inside_arrays_and_unions() -> None:
+    schema = ArgumentSchema(
+        {
+            "type": "object",
+            "properties": {
+                "xs": {"type": "array", "items": {"type": "string"}},
+                "u": {"anyOf": [{"type": "integer"}, {"type": "boolean"}]},
+                "extra": {"type": "object", "additionalProperties": {"type": "number"}},
+            },
+            "required": ["xs", "u", "extra"],
+        }
+    )
+    coerced = schema.coerce({"xs": ["a", None], "u": None, "extra": {"k": None}})
+    assert coerced == {"xs": ["a", None], "u": None, "extra": {"k": None}}
+    paths = [p for p, _ in schema.problems(coerced)]
+    assert paths == ["xs.1", "u", "extra.k"]

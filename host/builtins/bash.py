@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import codecs
+import logging
 import os
 import shutil
 import signal
-import tempfile
 import time
 from collections import deque
-from typing import Annotated, Any, TextIO
+from typing import Annotated, Any
 
+from .. import outputs
 from ..context import ToolContext
 from ..hints import Param
+from ..outputs import OutputStore
 from ..results import ToolError, ToolResult
 from ..runner import run_in_env
+from ..termtext import TerminalText
 from ..truncate import MAX_BYTES, MAX_LINES, Truncation, format_size, truncate_tail
 from ._common import builtin_tool
 
@@ -28,6 +32,11 @@ MAX_SAVED_BYTES = 64 << 20
 _PROGRESS_INTERVAL = 0.25
 """Seconds between two progress updates of a running command."""
 
+_MESSAGE_CHARS = 200
+"""Most characters of a progress message (the end of the line is kept)."""
+
+log = logging.getLogger("toolwire.bash")
+
 
 def find_shell() -> str:
     """``/bin/bash``, else bash on PATH, else ``sh``."""
@@ -37,82 +46,117 @@ def find_shell() -> str:
 
 
 class OutputCollector:
-    """Counts a command's whole output and keeps its tail.
+    """Keeps a command's whole output (raw) and the tail of its cleaned text.
 
-    Everything is kept in memory up to :data:`MAX_BYTES` bytes; past that the whole
-    output so far goes to a temporary file (mode 0600) and only the last
-    :data:`_ROLLING_CHARS` characters stay in memory. Line and byte totals always
-    cover the whole output. The file stops growing at ``max_saved_bytes`` (default
-    :data:`MAX_SAVED_BYTES`; the chunk crossing it is still written), so endless
-    output cannot fill the host's disk; :attr:`saved_all` then turns False.
+    Raw bytes are decoded incrementally as UTF-8 (a character split across chunks is
+    kept whole; invalid bytes become U+FFFD) and cleaned as a terminal would show them
+    (:class:`~toolwire.host.termtext.TerminalText`: escape sequences removed, ``\\r``
+    redraws reduced to the last state, other control characters replaced). The text's
+    line and byte totals always cover the whole output; the last
+    :data:`_ROLLING_CHARS` characters of it are kept for the answer.
+
+    The raw bytes are kept in memory up to :data:`MAX_BYTES`; past that they go to a
+    full-output file (:mod:`toolwire.host.outputs`: mode 0600, in the host's private
+    directory, removed when the host exits). The file stops growing at
+    ``max_saved_bytes`` (default :data:`MAX_SAVED_BYTES`) or when the host's files
+    together reach their cap; :attr:`saved_all` then turns False. A file whose output
+    did not need cutting is removed again at :meth:`finish`.
     """
 
-    def __init__(self, max_saved_bytes: int | None = None) -> None:
+    def __init__(
+        self, max_saved_bytes: int | None = None, store: OutputStore | None = None
+    ) -> None:
         self.max_saved_bytes = MAX_SAVED_BYTES if max_saved_bytes is None else max_saved_bytes
+        self.store = outputs.store if store is None else store
         self.saved_bytes = 0
         self.saved_all = True
+        self.raw_bytes = 0
         self.total_bytes = 0
         self.newlines = 0
         self.last_char = ""
         self.chunks: deque[str] = deque()
         self.chars = 0
         self.file_path: str | None = None
-        self._file: TextIO | None = None
+        self._fd: int | None = None
+        self._raw: list[bytes] | None = []
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._term = TerminalText()
         self.last_line = ""
+        self._carry = ""  # cleaned text passed on since the last newline (its tail)
 
     def add(self, text: str) -> None:
-        """Append one decoded chunk."""
+        """Append one chunk of text (as its UTF-8 bytes; see :meth:`add_bytes`)."""
+        self.add_bytes(text.encode("utf-8", "surrogatepass"))
+
+    def add_bytes(self, data: bytes) -> None:
+        """Append one chunk of raw output."""
+        if not data:
+            return
+        self.raw_bytes += len(data)
+        if self._raw is not None:
+            self._raw.append(data)
+            if self.raw_bytes > MAX_BYTES:
+                self._spill()
+        else:
+            self._save(data)
+        self._add_text(self._term.feed(self._decoder.decode(data)))
+
+    def _add_text(self, text: str) -> None:
         if not text:
             return
-        size = len(text.encode("utf-8", "surrogatepass"))
-        self.total_bytes += size
+        self.total_bytes += len(text.encode("utf-8", "surrogatepass"))
         self.newlines += text.count("\n")
         self.last_char = text[-1]
-        self._remember_last_line(text)
-        if self._file is not None:
-            self._save(text, size)
-        elif self.total_bytes > MAX_BYTES:
-            self._spill()
-            self._save(text, size)
+        self._track_lines(text)
         self.chunks.append(text)
         self.chars += len(text)
-        if self._file is not None:
-            while len(self.chunks) > 1 and self.chars - len(self.chunks[0]) >= _ROLLING_CHARS:
-                self.chars -= len(self.chunks.popleft())
+        while len(self.chunks) > 1 and self.chars - len(self.chunks[0]) >= _ROLLING_CHARS:
+            self.chars -= len(self.chunks.popleft())
 
-    def _remember_last_line(self, text: str) -> None:
-        stripped = text.rstrip("\n")
-        if not stripped:
+    def _track_lines(self, text: str) -> None:
+        nl = text.rfind("\n")
+        if nl < 0:
+            self._carry = (self._carry + text)[-_MESSAGE_CHARS:]
             return
-        tail = stripped.rsplit("\n", 1)[-1]
-        if "\n" in stripped:
-            self.last_line = tail
-        else:
-            self.last_line = (self.last_line + tail)[-200:]
-        self.last_line = self.last_line[-200:]
+        prev = text.rfind("\n", 0, nl)
+        line = self._carry + text[:nl] if prev < 0 else text[prev + 1 : nl]
+        self.last_line = line[-_MESSAGE_CHARS:]
+        self._carry = text[nl + 1 :][-_MESSAGE_CHARS:]
 
-    def _save(self, text: str, size: int) -> None:
-        if self._file is None:
+    @property
+    def current_line(self) -> str:
+        """What a progress message shows: the line being written, as a terminal shows it
+        now, when it has any text; else the last complete line (at most 200 characters)."""
+        drawing = (self._carry + self._term.line)[-_MESSAGE_CHARS:]
+        return drawing if drawing.strip() else self.last_line
+
+    def _save(self, data: bytes) -> None:
+        if self._fd is None or self.file_path is None or not self.saved_all:
             return
-        if self.saved_bytes >= self.max_saved_bytes:
+        if self.saved_bytes + len(data) > self.max_saved_bytes:
+            data = data[: max(0, self.max_saved_bytes - self.saved_bytes)]
+            self.saved_all = False
+        if data and self.store.reserve(self.file_path, len(data)):
+            _write_all(self._fd, data)
+            self.saved_bytes += len(data)
+        elif data:
+            self.saved_all = False
+
+    def _spill(self) -> None:
+        raw = self._raw or []
+        self._raw = None
+        try:
+            self._fd, self.file_path = self.store.create()
+        except OSError as exc:
+            log.warning("cannot create a full-output file: %s", exc)
             self.saved_all = False
             return
-        self._file.write(text)
-        self.saved_bytes += size
-
-    def _spill(self) -> TextIO:
-        fd, path = tempfile.mkstemp(prefix="toolwire-bash-", suffix=".log")
-        f = open(fd, "w", encoding="utf-8", errors="surrogatepass")  # noqa: SIM115
-        self._file = f
-        self.file_path = path
-        for c in self.chunks:
-            f.write(c)
-            self.saved_bytes += len(c.encode("utf-8", "surrogatepass"))
-        return f
+        for chunk in raw:
+            self._save(chunk)
 
     @property
     def total_lines(self) -> int:
-        """Lines in the whole output (a final newline ends a line, it does not start one)."""
+        """Lines in the whole text (a final newline ends a line, it does not start one)."""
         if self.total_bytes == 0:
             return 0
         return self.newlines + (0 if self.last_char == "\n" else 1)
@@ -121,8 +165,11 @@ class OutputCollector:
         """Close the file; return the tail to show and its truncation record.
 
         When the tail had to be cut and the output was never spilled, it is written
-        to a temporary file now, so a truncated answer always names the full output.
+        to a file now, so a truncated answer always names the full output; when
+        nothing was cut, a file written meanwhile is removed.
         """
+        self._add_text(self._term.feed(self._decoder.decode(b"", final=True)))
+        self._add_text(self._term.finish())
         text = "".join(self.chunks)
         cut = truncate_tail(text, MAX_LINES, MAX_BYTES)
         rec = cut.truncation
@@ -136,12 +183,24 @@ class OutputCollector:
             output_bytes=rec.output_bytes,
             last_line_partial=rec.last_line_partial,
         )
-        if truncated and self._file is None:
+        if truncated and self._raw is not None:
             self._spill()
-        if self._file is not None:
-            self._file.close()
-            self._file = None
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+            assert self.file_path is not None
+            self.store.close(self.file_path)
+            if not truncated:
+                self.store.discard(self.file_path)
+                self.file_path = None
         return cut.content, record
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
 
 
 def _signal_name(num: int) -> str:
@@ -168,9 +227,11 @@ async def bash(
 ) -> ToolResult:
     """Run a shell command with bash in the working directory and return its output.
 
-    stdout and stderr are merged; stdin is empty. The answer shows the last 2000 lines
-    or 50KB of output, whichever is less; a longer output is saved whole to a file
-    whose path the answer gives. A non-zero exit code makes the call fail. Processes
+    stdout and stderr are merged; stdin is empty. The answer shows the output as a
+    terminal would (colour and cursor codes removed, a line redrawn with \\r shown in its
+    last state, other control characters as U+FFFD): the last 2000 lines or 50KB,
+    whichever is less; a longer output is saved whole (raw) to a file whose path the
+    answer gives, readable with read, grep and bash until the host exits. A non-zero exit code makes the call fail. Processes
     the command leaves running in the background are ended when it exits.
     """
     cwd = ctx.env.cwd
@@ -181,19 +242,20 @@ async def bash(
     last_report = 0.0
     reported = 0
 
-    async def on_output(text: str) -> None:
+    async def on_raw(data: bytes) -> None:
         nonlocal last_report, reported
-        out.add(text)
+        out.add_bytes(data)
         now = time.monotonic()
-        if now - last_report >= _PROGRESS_INTERVAL and out.total_bytes > reported:
+        if now - last_report >= _PROGRESS_INTERVAL and out.raw_bytes > reported:
             last_report = now
-            reported = out.total_bytes
-            await ctx.report_progress(out.total_bytes, message=out.last_line or None)
+            reported = out.raw_bytes
+            # progress: bytes of output so far (no total); message: the current line.
+            await ctx.report_progress(out.raw_bytes, message=out.current_line or None)
 
     shell = find_shell()
     try:
         result = await run_in_env(
-            ctx.env, [shell, "-c", command], cwd=cwd, timeout=limit, on_output=on_output
+            ctx.env, [shell, "-c", command], cwd=cwd, timeout=limit, on_raw=on_raw
         )
     except FileNotFoundError as exc:
         raise ToolError(f"Cannot start the shell {shell}: {exc.strerror or exc}") from None
@@ -209,7 +271,9 @@ async def bash(
             what = f"Showing the last {format_size(record.output_bytes)} of line {end}"
         else:
             what = f"Showing lines {start}-{end} of {end}"
-        if out.saved_all:
+        if out.file_path is None:
+            saved = "The full output could not be saved"
+        elif out.saved_all:
             saved = f"Full output: {out.file_path}"
         else:
             saved = f"The first {format_size(out.saved_bytes)} of it are in {out.file_path}"

@@ -19,7 +19,7 @@ import anyio.to_thread
 
 from ..context import ToolContext
 from ..hints import Param
-from ..paths import PathError, stat_beneath
+from ..paths import PathError, resolve_output_file, stat_beneath
 from ..results import ToolError, ToolResult
 from ..runner import RunResult, run_in_env
 from ..truncate import GREP_MAX_LINE_CHARS, MAX_BYTES, Truncation, format_size, truncate_line
@@ -166,7 +166,9 @@ async def grep(
     rg = find_rg()
     if rg is None:
         raise ToolError("ripgrep (rg) is not installed; grep needs it")
-    real = ctx.env.resolve(path, must_exist=True)
+    output_file = resolve_output_file(path)  # a bash full-output file, read-only
+    real = output_file or ctx.env.resolve(path, must_exist=True)
+    within = output_file.parent if output_file else ctx.env.root
     matcher: GlobMatcher | None = None
     if glob:
         try:
@@ -174,7 +176,7 @@ async def grep(
         except ValueError as exc:
             raise ToolError(f"Invalid glob: {exc}") from None
     try:
-        mode = stat_beneath(ctx.env.root, real, shown=path).st_mode
+        mode = stat_beneath(within, real, shown=path).st_mode
     except PathError as exc:
         raise ToolError(str(exc)) from None
     except OSError as exc:

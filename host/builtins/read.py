@@ -24,7 +24,7 @@ import anyio.to_thread
 
 from ..context import ToolContext
 from ..hints import Param
-from ..paths import resolve_read_path
+from ..paths import resolve_output_file, resolve_read_path
 from ..results import ToolError, ToolResult, image_block
 from ..truncate import MAX_BYTES, MAX_LINES, Truncation, format_size
 from ._common import builtin_tool, display_path, open_regular
@@ -526,9 +526,11 @@ async def read(
     use offset and limit to page through larger files). PNG, JPEG, GIF and WebP
     images come back as images; other binary files as a short description.
     """
-    real = resolve_read_path(ctx.env, path)
+    output_file = resolve_output_file(path)  # a bash full-output file, read-only
+    real = output_file or resolve_read_path(ctx.env, path)
     shown = display_path(real, ctx.env.cwd)
+    within = output_file.parent if output_file else ctx.env.root
     result: ToolResult = await anyio.to_thread.run_sync(
-        _read_file, real, shown, ctx.env.root, offset, limit
+        _read_file, real, shown, within, offset, limit
     )
     return result

@@ -1,0 +1,215 @@
+"""Terminal output as a model should read it: what a terminal would show, as plain text.
+
+Commands write for terminals: colour and cursor escape sequences, ``\\r`` to redraw a
+progress bar in place, backspaces, bells, NUL bytes. :class:`TerminalText` turns such a
+stream, fed in chunks that may split anything anywhere, into plain text:
+
+* **escape sequences are removed**: CSI (``ESC [`` … final byte, e.g. colours and cursor
+  moves), OSC (``ESC ]`` … ``BEL`` or ``ESC \\``, e.g. window titles, hyperlinks,
+  clipboard writes), DCS/SOS/PM/APC strings (``ESC P``/``X``/``^``/``_`` … ``ESC \\``)
+  and two-byte escapes (``ESC`` + intermediates + final, e.g. ``ESC ( B``, ``ESC 7``),
+  as ECMA-48 delimits them;
+* **the current line is redrawn as a terminal would**: ``\\r`` returns to column 0 and
+  later characters overwrite, ``\\b`` steps back one column, ``ESC [ K`` (0, 1, 2) erases
+  in the line, ``ESC [ n G`` moves to column n, ``ESC [ n C`` / ``ESC [ n D`` move right
+  or left; only the line's final state is kept when ``\\n`` ends it. Moves to other rows
+  (``ESC [ A`` and the like) are dropped: the text has no screen;
+* **other control characters** (C0 except ``\\n`` and ``\\t``, DEL, C1 U+0080–U+009F) are
+  replaced by U+FFFD, the character invalid UTF-8 already becomes, so the model sees that
+  something unprintable was there without receiving it.
+
+Bounds: an escape sequence left open at the end of a chunk waits for the next one, but a
+string sequence (OSC, DCS, …) still open after :data:`MAX_SEQUENCE_CHARS` characters is
+taken for a stray ESC (replaced like any control character) followed by text, so a stray
+``ESC ]`` cannot hide the rest of the output; the line being drawn is handed on once it is longer than
+:data:`MAX_LINE_CHARS` (as a terminal wraps it): a later ``\\r`` then redraws only the
+part still held. Memory per stream is therefore bounded, whatever the command writes.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["MAX_LINE_CHARS", "MAX_SEQUENCE_CHARS", "TerminalText", "clean_terminal_text"]
+
+MAX_LINE_CHARS = 16384
+"""Characters of the line being drawn held back before the front of it is passed on."""
+
+MAX_SEQUENCE_CHARS = 65536
+"""Longest unterminated string sequence (OSC, DCS, …) waited for across chunks."""
+
+_MAX_CSI_CHARS = 256
+"""Longest unfinished CSI or two-byte escape waited for; longer ones are not sequences."""
+
+REPLACEMENT = "\ufffd"
+"""What a control character other than ``\\n`` and ``\\t`` becomes."""
+
+# Anything that is not plain printable text: C0 but \t, DEL, C1.
+_SPECIAL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+# Plain text and newlines only (the fast path).
+_ONLY_PLAIN = re.compile("[^\x00-\x08\x0b-\x1f\x7f-\x9f]*")
+
+_CSI = re.compile(r"\x1b\[([\x30-\x3f]*)([\x20-\x2f]*)([\x40-\x7e])")
+_CSI_OPEN = re.compile(r"\x1b\[[\x30-\x3f]*[\x20-\x2f]*\Z")
+_STRING_START = re.compile(r"\x1b[\]PX^_]")
+_STRING_END = re.compile(r"\x07|\x1b\\")
+_ESC_OTHER = re.compile(r"\x1b[\x20-\x2f]*[\x30-\x7e]")
+_ESC_OTHER_OPEN = re.compile(r"\x1b[\x20-\x2f]*\Z")
+
+
+def _number(params: str, default: int) -> int:
+    """The first numeric parameter of a CSI sequence, or ``default``."""
+    first = params.split(";", 1)[0]
+    return int(first) if first.isdigit() else default
+
+
+class TerminalText:
+    """A stream cleaner: :meth:`feed` chunks of decoded output, :meth:`finish` at the end.
+
+    Each call returns the text that is final so far (whole lines, plus the front of an
+    overlong line); :attr:`line` is the line being drawn, as a terminal shows it now.
+    """
+
+    __slots__ = ("_col", "_line", "_pending")
+
+    def __init__(self) -> None:
+        self._line = ""
+        self._col = 0
+        self._pending = ""  # an escape sequence cut by the end of the last chunk
+
+    @property
+    def line(self) -> str:
+        """The line being drawn (no newline yet), as a terminal would show it now."""
+        return self._line
+
+    def feed(self, text: str) -> str:
+        """Clean one chunk; return the text that became final."""
+        if self._pending:
+            text = self._pending + text
+            self._pending = ""
+        if not text:
+            return ""
+        out: list[str] = []
+        if self._col == len(self._line) and _ONLY_PLAIN.fullmatch(text):
+            # The common case: plain lines, nothing to redraw.
+            cut = text.rfind("\n") + 1
+            if cut:
+                out.append(self._line + text[:cut])
+                self._line = text[cut:]
+            else:
+                self._line += text
+            self._col = len(self._line)
+        else:
+            self._feed_slow(text, out)
+        if len(self._line) > MAX_LINE_CHARS:
+            cut = len(self._line) - MAX_LINE_CHARS // 2
+            out.append(self._line[:cut])
+            self._line = self._line[cut:]
+            self._col = max(0, self._col - cut)
+        return "".join(out)
+
+    def finish(self) -> str:
+        """The rest: the line being drawn, without a newline (an open escape is dropped)."""
+        self._pending = ""
+        rest = self._line
+        self._line = ""
+        self._col = 0
+        return rest
+
+    # ---------------------------------------------------------------- the slow path
+
+    def _put(self, s: str) -> None:
+        line, col = self._line, self._col
+        if col == len(line):
+            self._line = line + s
+        elif col > len(line):
+            self._line = line + " " * (col - len(line)) + s
+        else:
+            self._line = line[:col] + s + line[col + len(s) :]
+        self._col = col + len(s)
+
+    def _feed_slow(self, text: str, out: list[str]) -> None:
+        pos = 0
+        n = len(text)
+        while pos < n:
+            m = _SPECIAL.search(text, pos)
+            if m is None:
+                self._put(text[pos:])
+                return
+            i = m.start()
+            if i > pos:
+                self._put(text[pos:i])
+            ch = text[i]
+            pos = i + 1
+            if ch == "\n":
+                out.append(self._line + "\n")
+                self._line = ""
+                self._col = 0
+            elif ch == "\r":
+                self._col = 0
+            elif ch == "\b":
+                self._col = max(0, self._col - 1)
+            elif ch == "\x1b":
+                pos = self._escape(text, i)
+                if pos < 0:
+                    return
+            else:
+                self._put(REPLACEMENT)
+
+    def _escape(self, text: str, i: int) -> int:
+        """Handle the escape sequence at ``text[i]``; the position after it, or -1 when
+        the rest of ``text`` was consumed (kept as pending or skipped)."""
+        m = _CSI.match(text, i)
+        if m is not None:
+            self._csi(m.group(1), m.group(2), m.group(3))
+            return m.end()
+        if _CSI_OPEN.match(text, i) and len(text) - i <= _MAX_CSI_CHARS:
+            self._pending = text[i:]
+            return -1
+        if _STRING_START.match(text, i):
+            end = _STRING_END.search(text, i + 2)
+            if end is not None:
+                return end.end()
+            if len(text) - i <= MAX_SEQUENCE_CHARS:
+                self._pending = text[i:]
+                return -1
+            # Too long to be a sequence: the ESC was a stray byte; what follows is text.
+            self._put(REPLACEMENT)
+            return i + 1
+        m = _ESC_OTHER.match(text, i)
+        if m is not None:
+            return m.end()
+        if i + 1 == len(text) or (
+            _ESC_OTHER_OPEN.match(text, i) and len(text) - i <= _MAX_CSI_CHARS
+        ):
+            self._pending = text[i:]
+            return -1
+        # ESC followed by something no sequence starts with: a stray control character.
+        self._put(REPLACEMENT)
+        return i + 1
+
+    def _csi(self, params: str, inter: str, final: str) -> None:
+        if inter or (params[:1] in ("?", ">", "<", "=")):
+            return  # private modes (cursor visibility, …): nothing to draw
+        if final == "K":
+            how = _number(params, 0)
+            col = self._col
+            if how == 0:
+                self._line = self._line[:col]
+            elif how == 1:
+                self._line = " " * min(col + 1, len(self._line)) + self._line[col + 1 :]
+            elif how == 2:
+                self._line = ""
+        elif final == "G":
+            self._col = max(0, _number(params, 1) - 1)
+        elif final == "C":
+            self._col += max(1, _number(params, 1))
+        elif final == "D":
+            self._col = max(0, self._col - max(1, _number(params, 1)))
+        # Everything else (colours, other rows, scrolling, modes) draws no character.
+
+
+def clean_terminal_text(text: str) -> str:
+    """``text`` as :class:`TerminalText` cleans a whole stream."""
+    t = TerminalText()
+    return t.feed(text) + t.finish()
