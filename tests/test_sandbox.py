@@ -382,16 +382,17 @@ def test_banner_and_server_info_name_the_bubblewrap_in_use(tmp_path: Path) -> No
 
 def test_helper_programs_are_never_taken_from_path(tmp_path: Path) -> None:
     from toolwire.host import sandbox as sb
+    from toolwire.host.builtins.bash import find_shell
 
     planted = tmp_path / "bin"
     planted.mkdir()
-    for name in ("bwrap", "prlimit"):
+    for name in ("bwrap", "prlimit", "bash", "sh"):
         (planted / name).write_text("#!/bin/sh\nexit 0\n")
         (planted / name).chmod(0o755)
     old = os.environ["PATH"]
     os.environ["PATH"] = f"{planted}:{old}"
     try:
-        found = [sb.find_bwrap(), sb._find_prlimit()]
+        found = [sb.find_bwrap(), sb._find_prlimit(), find_shell.__wrapped__()]
     finally:
         os.environ["PATH"] = old
     assert all(p is None or not p.startswith(str(tmp_path)) for p in found), found

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import codecs
+import functools
 import logging
 import os
-import shutil
 import signal
 import time
 from collections import deque
@@ -17,6 +17,7 @@ from ..hints import Param
 from ..outputs import OutputStore
 from ..results import ToolError, ToolResult
 from ..runner import run_in_env
+from ..sandbox import find_system_program
 from ..termtext import TerminalText
 from ..truncate import MAX_BYTES, MAX_LINES, Truncation, format_size, truncate_tail
 from ._common import builtin_tool
@@ -38,11 +39,14 @@ _MESSAGE_CHARS = 200
 log = logging.getLogger("toolwire.bash")
 
 
+@functools.cache
 def find_shell() -> str:
-    """``/bin/bash``, else bash on PATH, else ``sh``."""
-    if os.access("/bin/bash", os.X_OK):
-        return "/bin/bash"
-    return shutil.which("bash") or shutil.which("sh") or "/bin/sh"
+    """The shell that runs bash's commands, resolved once per process: ``bash`` in the
+    system's own directories (:data:`~toolwire.host.sandbox.TRUSTED_BIN_DIRS`, owned by
+    root and not writable by others), else ``sh`` there, else ``/bin/sh``. ``PATH`` is
+    never searched: an entry of it may lie inside the root, where the model can plant a
+    program of its own (SECURITY.md, "Helper programs")."""
+    return find_system_program("bash") or find_system_program("sh") or "/bin/sh"
 
 
 class OutputCollector:
