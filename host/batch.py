@@ -32,6 +32,7 @@ from .pipeline import Prepared
 from .results import error_result
 
 if TYPE_CHECKING:
+    from .modern import ModernCall
     from .server import HostServer
 
 __all__ = [
@@ -188,7 +189,9 @@ class _BatchRun:
         self.ended(i, result)
 
 
-async def run_batch(server: HostServer, params: Any, rctx: RequestContext) -> dict[str, Any]:
+async def run_batch(
+    server: HostServer, params: Any, rctx: RequestContext, modern: ModernCall | None = None
+) -> dict[str, Any]:
     """Serve one ``tools/callBatch`` request; returns ``{results, terminate?}``.
 
     Raises:
@@ -216,7 +219,7 @@ async def run_batch(server: HostServer, params: Any, rctx: RequestContext) -> di
             continue
         reporter = _CallProgress(run, call.id)
         run.progress[i] = reporter
-        ctx = ToolContext(call.id, call.name, server.env, server, reporter)
+        ctx = ToolContext(call.id, call.name, server.env, server, reporter, modern)
         outcome = await pipeline.preflight(
             tool, ToolCall(call.id, call.name, call.arguments, rctx.id), ctx
         )

@@ -15,6 +15,7 @@ from toolwire.messages import RequestId
 from .sandbox import Sandbox
 
 if TYPE_CHECKING:
+    from .modern import ModernCall
     from .server import HostServer
 
 __all__ = ["LOG_LEVELS", "ExecEnv", "ToolContext"]
@@ -84,7 +85,7 @@ class ToolContext:
         env: the :class:`ExecEnv` the tool acts in.
     """
 
-    __slots__ = ("_request", "_server", "call_id", "env", "tool_name")
+    __slots__ = ("_modern", "_request", "_server", "call_id", "env", "tool_name")
 
     def __init__(
         self,
@@ -93,12 +94,14 @@ class ToolContext:
         env: ExecEnv,
         server: HostServer | None = None,
         request: Any = None,
+        modern: ModernCall | None = None,
     ) -> None:
         self.call_id = call_id
         self.tool_name = tool_name
         self.env = env
         self._server = server
         self._request = request  # toolwire.session.RequestContext, when over the wire
+        self._modern = modern  # set for an MCP 2026-07-28 request (host/modern.py)
 
     async def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None
@@ -153,7 +156,11 @@ class ToolContext:
             self.tool_name,
             data,
         )
-        if self._server is not None:
+        if self._modern is not None:
+            # 2026-07-28: only when this request asked, with _meta logLevel.
+            self._modern.send_log(level, data, logger or self.tool_name)
+            await self._drain()
+        elif self._server is not None:
             self._server.send_log(level, data, logger or self.tool_name)
             await self._drain()
         await anyio.lowlevel.checkpoint()

@@ -23,6 +23,7 @@ from .batch import run_batch
 from .context import LOG_LEVELS, ExecEnv, ToolContext
 from .executor import Executor
 from .hooks import ToolCall
+from .modern import ModernCall, ModernServer
 from .pipeline import Pipeline
 from .registry import Registry
 from .tools import Tool
@@ -80,10 +81,12 @@ class HostServer:
         self.approval_timeout = approval_timeout
         self.pipeline = Pipeline(self.executor, registry.hooks, self.approval, self.ask_approval)
         registry.on_change(self._tools_changed)
+        self.modern = ModernServer(self)
 
     def attach(self, session: Session) -> None:
         """Register this server's handlers on ``session``."""
         self.session = session
+        session.request_router = self.modern.route  # MCP 2026-07-28 requests (host/modern.py)
         session.inline_request_handlers.update(
             {
                 "initialize": self._initialize,
@@ -201,7 +204,9 @@ class HostServer:
             result["nextCursor"] = next_cursor
         return result
 
-    async def _tools_call(self, params: Any, rctx: RequestContext) -> dict[str, Any]:
+    async def _tools_call(
+        self, params: Any, rctx: RequestContext, modern: ModernCall | None = None
+    ) -> dict[str, Any]:
         if type(params) is not dict:
             raise JsonRpcError(
                 INVALID_PARAMS, "tools/call params must be an object {name, arguments?}"
@@ -217,7 +222,7 @@ class HostServer:
             arguments = {}
         elif type(arguments) is not dict:
             raise JsonRpcError(INVALID_PARAMS, "'arguments' must be an object")
-        ctx = ToolContext(rctx.id, name, self.env, self, rctx)
+        ctx = ToolContext(rctx.id, name, self.env, self, rctx, modern)
         return await self.pipeline.run(tool, ToolCall(rctx.id, name, arguments), ctx)
 
     async def _tools_call_batch(self, params: Any, rctx: RequestContext) -> dict[str, Any]:

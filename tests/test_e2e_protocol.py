@@ -131,13 +131,14 @@ def test_exit_without_shutdown_exits_with_code_1(tmp_path: Path) -> None:
         assert h.wait(timeout=5) == 1
 
 
-def test_server_discover_is_refused_at_once(tmp_path: Path) -> None:
+def test_server_discover_without_envelope_is_refused_at_once(tmp_path: Path) -> None:
+    """server/discover is 2026-07-28 only (protocol.md §11): without the envelope it is
+    -32602, answered at once, and a later initialize still opens a 2025-11-25 session."""
     with wire_host(tmp_path, initialize=False) as h:
         t0 = time.monotonic()
         err = h.request("server/discover", {"_meta": {}})["error"]
         assert time.monotonic() - t0 < 2.0
-        assert err["code"] == -32601
-        assert err["data"]["method"] == "server/discover"
+        assert err["code"] == -32602
         assert h.initialize()["result"]["protocolVersion"] == "2025-11-25"
 
 

@@ -293,6 +293,10 @@ class Session:
         self.inline_request_handlers: dict[str, Callable[[Any, RequestContext], Any]] = {}
         self.notification_handlers: dict[str, NotificationHandler] = {}
         self.unknown_method_handler: Callable[[str], JsonRpcError] | None = None
+        self.request_router: Callable[[str, Any], RequestHandler | None] | None = None
+        """Consulted first for every request: ``router(method, params)`` returns the
+        handler that serves it, or None to look it up in the handler tables (the host
+        routes MCP 2026-07-28 requests this way, by their ``_meta`` envelope)."""
         self._in_flight: dict[RequestId, RequestContext] = {}
         self._pending: dict[RequestId, _Pending] = {}
         self._next_id = 0
@@ -660,7 +664,8 @@ class Session:
                 ),
             )
             return
-        inline = self.inline_request_handlers.get(req.method)
+        routed = self.request_router(req.method, req.params) if self.request_router else None
+        inline = None if routed is not None else self.inline_request_handlers.get(req.method)
         if inline is not None:
             ctx = RequestContext(self, req.id, req.method, req.params, batch)
             ctx._done = True
@@ -673,7 +678,7 @@ class Session:
                 reply = error_response(req.id, JsonRpcError(INTERNAL_ERROR, "Internal error"))
             self._reply(batch, reply)
             return
-        handler = self.request_handlers.get(req.method)
+        handler = routed or self.request_handlers.get(req.method)
         if handler is None:
             if self.unknown_method_handler is not None:
                 err = self.unknown_method_handler(req.method)
