@@ -30,8 +30,11 @@ def _host_args(root: Path) -> list[str]:
     ]
 
 
-@pytest.mark.parametrize("mode", ["auto", "legacy"])
+@pytest.mark.parametrize("mode", ["auto", "2026-07-28", "legacy"])
 def test_official_mcp_sdk_client(tmp_path: Path, mode: str) -> None:
+    """The official Python SDK client (mcp 2.x): ``auto`` probes ``server/discover`` and
+    stays in 2026-07-28; a version pin sends enveloped requests without any negotiation;
+    ``legacy`` runs the initialize handshake."""
     params = StdioServerParameters(command=sys.executable, args=_host_args(tmp_path), cwd=REPO)
     progress: list[tuple[float, float | None, str | None]] = []
 
@@ -39,9 +42,11 @@ def test_official_mcp_sdk_client(tmp_path: Path, mode: str) -> None:
         progress.append((p, total, message))
 
     async def main() -> None:
-        # "auto" first probes server/discover (2026-07-28); our prompt -32601 makes it
-        # fall back to the initialize handshake.
         async with Client(params, mode=mode, read_timeout_seconds=20) as c:  # type: ignore[arg-type]
+            expected = "2025-11-25" if mode == "legacy" else "2026-07-28"
+            assert c.protocol_version == expected
+            if mode == "auto":  # learnt from server/discover (a version pin sends none)
+                assert c.server_info is not None and c.server_info.name == "toolwire"
             listed = await c.list_tools()
             names = {t.name for t in listed.tools}
             assert {"echo", "progress", "weather", "shape"} <= names
@@ -131,3 +136,25 @@ def test_pygls_client_over_content_length(tmp_path: Path) -> None:
     assert sync_call.content[0].text == "x" * 100_000
     assert "echo" in {t.name for t in listed.tools}
     assert down is None
+
+
+@pytest.mark.parametrize("mode", ["auto", "2026-07-28"])
+def test_official_mcp_sdk_listen(tmp_path: Path, mode: str) -> None:
+    """The SDK's ``Client.listen`` (subscriptions/listen) sees a tools list change."""
+    params = StdioServerParameters(command=sys.executable, args=_host_args(tmp_path), cwd=REPO)
+
+    async def main() -> list[str]:
+        async with Client(params, mode=mode, read_timeout_seconds=20) as c:  # type: ignore[arg-type]
+            async with c.listen(tools_list_changed=True) as sub:
+                assert sub.honored is not None and sub.honored.tools_list_changed is True
+                r = await c.call_tool("add_tool", {"name": "late.sdk"})
+                assert r.is_error is False
+                with anyio.fail_after(10):
+                    async for _event in sub:
+                        break
+            names = [t.name for t in (await c.list_tools()).tools]
+            r = await c.call_tool("late.sdk", {})
+            assert r.content[0].text == "dynamic"  # type: ignore[union-attr]
+            return names
+
+    assert "late.sdk" in anyio.run(main)
