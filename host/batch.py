@@ -28,6 +28,7 @@ from toolwire.session import RequestContext, progress_accepted
 
 from .context import ToolContext
 from .hooks import ToolCall
+from .modern import InputNeeded
 from .pipeline import Prepared
 from .results import error_result
 
@@ -207,6 +208,7 @@ async def run_batch(
     registry = server.registry
     pipeline = server.pipeline
     ready: list[tuple[int, Prepared]] = []
+    asking = False
     for i, call in enumerate(calls):
         tool = registry.get(call.name)
         if tool is None:
@@ -220,14 +222,21 @@ async def run_batch(
         reporter = _CallProgress(run, call.id)
         run.progress[i] = reporter
         ctx = ToolContext(call.id, call.name, server.env, server, reporter, modern)
-        outcome = await pipeline.preflight(
-            tool, ToolCall(call.id, call.name, call.arguments, rctx.id), ctx
-        )
+        try:
+            outcome = await pipeline.preflight(
+                tool, ToolCall(call.id, call.name, call.arguments, rctx.id), ctx
+            )
+        except InputNeeded:
+            # 2026-07-28: an approval to ask; the other calls are asked in the same round.
+            asking = True
+            continue
         if isinstance(outcome, Prepared):
             ready.append((i, outcome))
         else:
             run.immediate(i, outcome)
 
+    if asking:
+        return {}  # nothing runs; the input-required result replaces this (host/modern.py)
     if sequential:
         for i, prepared in ready:
             await run.execute(i, prepared)

@@ -15,10 +15,10 @@ from typing import Any
 
 from toolwire import __version__
 from toolwire.constants import LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
-from toolwire.errors import INVALID_PARAMS, INVALID_REQUEST, REQUEST_TIMEOUT, JsonRpcError
+from toolwire.errors import INVALID_PARAMS, INVALID_REQUEST, JsonRpcError
 from toolwire.session import RequestContext, Session
 
-from .approval import APPROVE_METHOD, ApprovalDecision, ApprovalPolicy, parse_answer
+from .approval import ApprovalDecision, ApprovalPolicy, approve_call
 from .batch import run_batch
 from .context import LOG_LEVELS, ExecEnv, ToolContext
 from .executor import Executor
@@ -239,33 +239,9 @@ class HostServer:
     async def ask_approval(
         self, call: ToolCall, tool: Tool, arguments: dict[str, Any]
     ) -> ApprovalDecision | str:
-        """Ask the client with ``toolwire/approve``; returns its decision, or the text of
-        the denial when it cannot approve (no capability, no answer within
-        :attr:`approval_timeout`, an error or a malformed answer)."""
-        if not self.client_approves or self.session is None:
-            return (
-                f'Call denied: tool "{tool.name}" needs the client\'s approval, but the client '
-                'did not declare the capability {"toolwire": {"approval": true}}'
-            )
-        params: dict[str, Any] = {"callId": call.id, "name": tool.name, "arguments": arguments}
-        annotations = tool.definition().get("annotations")
-        if annotations:
-            params["annotations"] = annotations
-        try:
-            answer = await self.session.request(
-                APPROVE_METHOD, params, timeout=self.approval_timeout
-            )
-        except JsonRpcError as exc:
-            if exc.code == REQUEST_TIMEOUT:
-                return (
-                    "Call denied: the client did not answer the approval request within "
-                    f"{self.approval_timeout:g} seconds"
-                )
-            return f"Call denied: the approval request failed: {exc.message}"
-        decision = parse_answer(answer)
-        if isinstance(decision, str):
-            return f"Call denied: the client's approval answer is malformed: {decision}"
-        return decision
+        """Ask the client (``toolwire/approve``, else an elicitation form, in either
+        era); see :func:`toolwire.host.approval.approve_call`."""
+        return await approve_call(self, call, tool, arguments)
 
 
 def _object_params(params: Any) -> dict[str, Any]:
