@@ -168,6 +168,17 @@ class ToolContext:
 
     # ------------------------------------------------------------------ asking the client
 
+    @property
+    def client_capabilities(self) -> dict[str, Any]:
+        """What the client declared: the request's own envelope in 2026-07-28, the
+        ``initialize`` capabilities in 2025-11-25 (``{}`` outside a host). A tool can
+        check ``"sampling" in ctx.client_capabilities`` before it asks."""
+        if self._modern is not None:
+            return self._modern.envelope.capabilities
+        if self._server is not None:
+            return self._server.client_capabilities
+        return {}
+
     async def elicit(
         self, message: str, schema: dict[str, Any], *, key: str | None = None
     ) -> dict[str, Any]:
