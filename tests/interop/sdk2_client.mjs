@@ -21,9 +21,15 @@ const observed = {};
 
 async function main() {
   const argv = process.argv.slice(2);
-  const modeAt = argv.indexOf("--mode");
-  const modeName = modeAt >= 0 ? argv[modeAt + 1] : "pin";
-  if (modeAt >= 0) argv.splice(modeAt, 2);
+  const option = (name, fallback) => {
+    const at = argv.indexOf(name);
+    if (at < 0) return fallback;
+    const value = argv[at + 1];
+    argv.splice(at, 2);
+    return value;
+  };
+  const modeName = option("--mode", "pin");
+  const scenario = option("--scenario", "tools");
   const { tmp, command, args } = parseArgv(argv);
   const exp = new Expectations();
   observed.mode = modeName;
@@ -39,8 +45,28 @@ async function main() {
   const mode = modeName === "auto" ? "auto" : { pin: "2026-07-28" };
   const client = new Client(
     { name: "toolwire-interop-sdk2", version: "1.0.0" },
-    { capabilities: {}, versionNegotiation: { mode } },
+    { capabilities: { elicitation: {}, sampling: {}, roots: {} }, versionNegotiation: { mode } },
   );
+  // What a tool asks arrives as input-required results; the SDK answers them through the
+  // request handlers and retries the call.
+  const asked = [];
+  client.setRequestHandler("elicitation/create", async (req) => {
+    asked.push({ method: "elicitation/create", params: req.params });
+    if (req.params.requestedSchema?.properties?.decision) {
+      const deny = req.params.message.includes('"no"');
+      return { action: "accept", content: deny ? { decision: "deny", reason: "nope" } : { decision: "allow" } };
+    }
+    return { action: "accept", content: { name: "Ada" } };
+  });
+  client.setRequestHandler("sampling/createMessage", async (req) => {
+    asked.push({ method: "sampling/createMessage", params: req.params });
+    return { role: "assistant", content: { type: "text", text: "Paris" }, model: "m" };
+  });
+  client.setRequestHandler("roots/list", async () => {
+    asked.push({ method: "roots/list" });
+    return { roots: [{ uri: "file:///w", name: "w" }] };
+  });
+  observed.asked = asked;
   const clientErrors = [];
   client.onerror = (err) => clientErrors.push(String(err?.message ?? err));
   const changes = [];
@@ -56,6 +82,21 @@ async function main() {
     origOnMessage?.(message, extra);
   };
 
+  if (scenario === "approval") {
+    const yes = await within(client.callTool({ name: "echo", arguments: { text: "yes" } }), 20, "approved echo");
+    exp.equal("approved call runs", yes.content, [{ type: "text", text: "yes" }]);
+    const no = await within(client.callTool({ name: "echo", arguments: { text: "no" } }), 20, "denied echo");
+    exp.equal("denied call: isError", no.isError, true);
+    exp.equal("denied call: reason", no.content, [{ type: "text", text: "Call denied by the client: nope" }]);
+    const free = await within(client.callTool({ name: "count", arguments: { n: 1 } }), 20, "count");
+    exp.equal("a call the policy does not name runs unasked", free.content, [{ type: "text", text: "counted to 1" }]);
+    exp.equal("one approval form per approved or denied call", asked.length, 2);
+    exp.expect("no request from the host on the wire", !received.some((m) => m.method && m.id !== undefined), received);
+    await client.close();
+    finish(exp, observed);
+    return;
+  }
+
   // The SDK probes server/discover on a short-lived sibling process, so nothing has been
   // sent on this connection yet.
   exp.equal("nothing sent on the connection by connect()", sent, []);
@@ -65,7 +106,7 @@ async function main() {
   const listed = await within(client.listTools(), 10, "tools/list");
   observed.toolNames = listed.tools.map((t) => t.name);
   exp.equal("tool names in registration order", observed.toolNames, [
-    "echo", "count", "nap", "snooze", "steps", "chatty", "add_tool",
+    "echo", "count", "nap", "snooze", "steps", "chatty", "add_tool", "ask_name", "ask_all",
   ]);
   const listReq = sent[0];
   exp.equal("the first message is tools/list", listReq?.method, "tools/list");
@@ -128,6 +169,22 @@ async function main() {
   exp.expect("the new tool is listed", relisted.tools.some((t) => t.name === "late.ts"), relisted.tools.map((t) => t.name));
   const dyn = await within(client.callTool({ name: "late.ts", arguments: {} }), 10, "late.ts");
   exp.equal("the new tool answers", dyn.content, [{ type: "text", text: "dynamic" }]);
+
+  // Tools that ask: one question per round, answered through the request handlers.
+  const hello = await within(client.callTool({ name: "ask_name", arguments: {} }), 20, "ask_name");
+  exp.equal("elicitation round trip", hello.content, [{ type: "text", text: "hello Ada" }]);
+  const all = await within(
+    client.callTool({ name: "ask_all", arguments: { runs: path.join(tmp, "ts-runs") } }),
+    20,
+    "ask_all",
+  );
+  exp.equal("elicitation, sampling and roots over three rounds", all.content, [{ type: "text", text: "Ada / Paris / file:///w" }]);
+  exp.equal("questions in order", asked.map((a) => a.method), [
+    "elicitation/create", "elicitation/create", "sampling/createMessage", "roots/list",
+  ]);
+  const inputRequired = received.filter((m) => m.result?.resultType === "input_required");
+  exp.equal("input-required results on the wire", inputRequired.length, 4);
+  exp.expect("no request from the host on the wire", !received.some((m) => m.method && m.id !== undefined), received);
 
   exp.equal("client reported no errors", clientErrors, []);
   exp.expect("no initialize on the wire", !sent.some((m) => m.method === "initialize"), sent.map((m) => m.method));

@@ -108,6 +108,7 @@ def run_script(
     tmp_path: Path,
     options: tuple[str, ...] = (),
     extra_tools: tuple[Path, ...] = (),
+    host_options: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """Run a Node interop script against a fresh host; return its JSON summary.
 
@@ -123,6 +124,7 @@ def run_script(
             *options,
             "--",
             *host_args(tmp_path, *extra_tools),
+            *host_options,
         ],
         cwd=REPO,
         capture_output=True,
@@ -183,9 +185,33 @@ def test_typescript_sdk_v2_client_modern(node: str, tmp_path: Path, mode: str) -
     assert "initialize" not in seen["sentMethods"]
     assert "subscriptions/listen" in seen["sentMethods"]
     assert seen["honored"] == {"toolsListChanged": True}
+    assert [a["method"] for a in seen["asked"]] == [
+        "elicitation/create",
+        "elicitation/create",
+        "sampling/createMessage",
+        "roots/list",
+    ]
+    assert (tmp_path / "ts-runs").read_text() == "run\n" * 4
     assert seen["echo"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "toolwire"
     assert (tmp_path / "nap2-marker.txt").read_text() == "cancelled"
     assert seen["exit"] == {"code": 0, "signal": None}
+
+
+def test_typescript_sdk_v2_client_approval(node: str, tmp_path: Path) -> None:
+    """A host started with --approve asks the SDK v2 client through a standard
+    elicitation form (in input-required results): allow runs the call, deny refuses it."""
+    summary = run_script(
+        node,
+        "sdk2_client.mjs",
+        tmp_path,
+        ("--mode", "pin", "--scenario", "approval"),
+        extra_tools=(MODERN_TOOLS,),
+        host_options=("--approve", "echo"),
+    )
+    forms = summary["observed"]["asked"]
+    assert len(forms) == 2
+    schema = forms[0]["params"]["requestedSchema"]
+    assert schema["properties"]["decision"]["enum"] == ["allow", "deny"]
 
 
 def test_vscode_jsonrpc_client(node: str, tmp_path: Path) -> None:
