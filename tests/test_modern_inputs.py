@@ -349,3 +349,27 @@ def test_legacy_approval_through_elicitation(tmp_path: Path) -> None:
             }
         )
         assert text(h.recv_response(1)) == "hi"
+
+
+def test_modern_batch_tools_ask_under_their_call_ids(tmp_path: Path) -> None:
+    with host(tmp_path) as h:
+        calls = [{"id": "c1", "name": "ask_name"}, {"id": "c2", "name": "ask_name"}]
+        meta = {PV: V, CAPS: {"elicitation": {}}}
+        r = h.request("tools/callBatch", {"_meta": meta, "calls": calls})["result"]
+        assert r["resultType"] == "input_required"
+        assert sorted(r["inputRequests"]) == ["c1/user_name", "c2/user_name"]
+        bob = {"action": "accept", "content": {"name": "Bob"}}
+        done = h.request(
+            "tools/callBatch",
+            {
+                "_meta": meta,
+                "calls": calls,
+                "inputResponses": {"c1/user_name": ADA, "c2/user_name": bob},
+                "requestState": r["requestState"],
+            },
+        )["result"]
+        assert done["resultType"] == "complete"
+        assert [e["result"]["content"][0]["text"] for e in done["results"]] == [
+            "hello Ada",
+            "hello Bob",
+        ]
