@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -248,6 +249,30 @@ class ToolContext:
         result = await self._ask("roots/list", {}, key, "roots")
         roots = result.get("roots") if isinstance(result, dict) else None
         return list(roots) if isinstance(roots, list) else []
+
+    async def gather(self, *asks: Awaitable[Any]) -> list[Any]:
+        """Ask several things at once: ``await ctx.gather(ctx.elicit(...), ctx.sample(...))``.
+
+        In 2026-07-28 every unanswered question goes into the same input-required result
+        (one round instead of one per question); in 2025-11-25 they are asked one after
+        another. Returns the answers in the order given.
+
+        Raises:
+            ToolError: as :meth:`elicit`.
+        """
+        from .modern import InputNeeded
+
+        answers: list[Any] = []
+        pending: InputNeeded | None = None
+        for ask in asks:
+            try:
+                answers.append(await ask)
+            except InputNeeded as exc:
+                pending = pending or exc
+                answers.append(None)
+        if pending is not None:
+            raise pending
+        return answers
 
     def elicit_from_thread(
         self, message: str, schema: dict[str, Any], *, key: str | None = None

@@ -373,3 +373,23 @@ def test_modern_batch_tools_ask_under_their_call_ids(tmp_path: Path) -> None:
             "hello Ada",
             "hello Bob",
         ]
+
+
+def test_gather_asks_everything_in_one_round(tmp_path: Path) -> None:
+    caps = {"elicitation": {}, "sampling": {}, "roots": {}}
+    paris = {"role": "assistant", "content": {"type": "text", "text": "Paris"}, "model": "m"}
+    with host(tmp_path) as h:
+        r = call(h, "ask_together", caps=caps)["result"]
+        assert list(r["inputRequests"]) == ["elicit-1", "sample-2", "roots-3"]
+        answers = {"elicit-1": ADA, "sample-2": paris, "roots-3": {"roots": [{"uri": "file:///w"}]}}
+        done = call(
+            h, "ask_together", caps=caps, inputResponses=answers, requestState=r["requestState"]
+        )
+        assert text(done) == "Ada / Paris / 1 roots"
+        # one missing answer: only that one is asked again
+        partial = dict(answers)
+        del partial["sample-2"]
+        again = call(
+            h, "ask_together", caps=caps, inputResponses=partial, requestState=r["requestState"]
+        )["result"]
+        assert list(again["inputRequests"]) == ["sample-2"]

@@ -69,3 +69,15 @@ async def ask_all(runs: str, ctx: ToolContext) -> str:
     return f"{name['content']['name']} / {content.get('text')} / " + ",".join(
         str(r.get("uri")) for r in roots
     )
+
+
+@tool
+async def ask_together(ctx: ToolContext) -> str:
+    """Ask the user, the model and for the roots in one round (``ctx.gather``)."""
+    name, reply, roots = await ctx.gather(
+        ctx.elicit("Name?", NAME_FORM),
+        ctx.sample("Capital of France?", max_tokens=20),
+        ctx.list_roots(),
+    )
+    content = reply.get("content") or {}
+    return f"{name['content']['name']} / {content.get('text')} / {len(roots)} roots"
