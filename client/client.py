@@ -7,11 +7,14 @@ Usage::
         res = await c.call_tool("read", {"path": "app.py"}, on_progress=print, timeout=30)
         print(res.call_id, res.is_error, res.text)
 
-The client is an MCP client (revision 2025-11-25) for the tool subset: the
-``initialize`` handshake and ``notifications/initialized`` on entry, ``tools/list``
-across all pages, ``tools/call`` with progress, cancellation and timeouts, and the
-host's log messages. It stands on :class:`toolwire.session.Session`, so every
-request runs concurrently with the others.
+The client is an MCP client for the tool subset. By default it asks ``server/discover``
+on entry and speaks revision 2026-07-28 (stateless: the envelope in every request's
+``_meta``, input-required results answered through ``on_elicit`` / ``on_sample`` /
+``on_roots`` / ``on_approval``, list changes through ``subscriptions/listen``) when the
+server answers, as every toolwire host does; otherwise it runs the 2025-11-25
+``initialize`` handshake. Either way: ``tools/list`` across all pages, ``tools/call``
+with progress, cancellation and timeouts, and the host's log messages. It stands on
+:class:`toolwire.session.Session`, so every request runs concurrently with the others.
 """
 
 from __future__ import annotations
@@ -56,10 +59,18 @@ from toolwire.models import (
     ToolDefinition,
     dump,
 )
+from toolwire.modern import (
+    DISCOVER,
+    LISTEN,
+    MODERN_PROTOCOL_VERSION,
+    RESULT_INPUT_REQUIRED,
+    envelope_meta,
+)
 from toolwire.session import RequestContext, Session
 
 from .approval import APPROVAL_CAPABILITY, ApprovalCallback, ApprovalRequest, decide
 from .conversation import ResultView
+from .modern import Era, InputCallback, InputHandlers, initialize_from_discover
 
 if TYPE_CHECKING:
     from .batch import BatchCall, BatchEventCallback, BatchMode, BatchResult
@@ -91,6 +102,13 @@ results unless asked to raise."""
 
 STDERR_CAPTURE_LIMIT = 1024 * 1024
 """Bytes of a captured stderr kept in memory (the most recent ones), 1 MiB."""
+
+PROBE_TIMEOUT = 10.0
+"""Seconds ``era="auto"`` waits for the ``server/discover`` answer before it falls back to
+``initialize`` (a server that ignores unknown requests never answers)."""
+
+MAX_INPUT_ROUNDS = 10
+"""Rounds of input-required results one call may take before the client gives up."""
 
 TERMINATE_GRACE = 2.0
 """Seconds to wait after closing the host's stdin, and again after SIGTERM, before the
@@ -276,6 +294,15 @@ class Client:
         use_call_batch: False never sends ``tools/callBatch``: :meth:`call_batch` then
             always runs its calls as concurrent ``tools/call`` requests (as it does by
             itself once a host answered -32601).
+        era: "auto" (default) asks ``server/discover`` and speaks MCP 2026-07-28 when the
+            server answers it (every toolwire host does), else runs the ``initialize``
+            handshake (2025-11-25); "modern" or "legacy" force one (see
+            :data:`toolwire.client.modern.Era`).
+        on_elicit, on_sample, on_roots: answer what a tool asks the user or the model
+            (``elicitation/create``, ``sampling/createMessage``, ``roots/list``), as
+            server→client requests in 2025-11-25 and as input-required results in
+            2026-07-28 (see :mod:`toolwire.client.modern`); each one given declares its
+            capability (``elicitation``, ``sampling``, ``roots``).
     """
 
     def __init__(
@@ -295,6 +322,10 @@ class Client:
         on_tools_changed: Callable[[], object] | None = None,
         on_approval: ApprovalCallback | None = None,
         use_call_batch: bool = True,
+        era: Era = "auto",
+        on_elicit: InputCallback | None = None,
+        on_sample: InputCallback | None = None,
+        on_roots: InputCallback | None = None,
         _spawn: _Spawn | None = None,
     ) -> None:
         if (receive is None or send is None) and _spawn is None:
@@ -319,6 +350,15 @@ class Client:
         self.log_level = log_level
         self.on_log = on_log
         self.on_tools_changed = on_tools_changed
+        if era not in ("auto", "modern", "legacy"):
+            raise ValueError(f'era must be "auto", "modern" or "legacy", not {era!r}')
+        self.era: Era = era
+        self.inputs = InputHandlers(on_elicit, on_sample, on_roots, on_approval)
+        self.capabilities = self.inputs.capabilities(self.capabilities)
+        self.modern = False
+        """True once the connection speaks MCP 2026-07-28 (set on entry)."""
+        self.discover_result: dict[str, Any] | None = None
+        """The server's ``server/discover`` result (2026-07-28 only)."""
         self._session: Session | None = None
         self._init: InitializeResult | None = None
         self._progress: dict[RequestId, ProgressCallback] = {}
@@ -449,8 +489,15 @@ class Client:
         session.request_handlers["ping"] = _answer_ping
         if self.on_approval is not None:
             session.request_handlers["toolwire/approve"] = self._answer_approve
+        for method in ("elicitation/create", "sampling/createMessage", "roots/list"):
+            if self.inputs.callback_for(method) is not None:
+                session.request_handlers[method] = self._answer_input
         self._session = session
         await stack.enter_async_context(session.running())
+        if self.era != "legacy" and await self._discover(session):
+            if self.on_tools_changed is not None:
+                tg.start_soon(self._listen)
+            return
         await self._handshake(session)
 
     async def _open_process(self, spec: _Spawn) -> anyio.abc.Process:
@@ -528,6 +575,100 @@ class Client:
                     with contextlib.suppress(Exception):
                         await stream.aclose()
 
+    async def _closed_early(self, method: str) -> JsonRpcError:
+        """The error for a host that closed the connection before answering ``method``:
+        its exit code and the end of its stderr, when the client spawned it."""
+        if self._process is None:
+            return JsonRpcError(CONNECTION_CLOSED, f"the connection closed before {method}")
+        code = None
+        with anyio.move_on_after(1.0):
+            code = await self._process.wait()
+        detail = f" (exit code {code})" if code is not None else ""
+        tail = self.stderr_output.strip()[-2000:]
+        return JsonRpcError(
+            CONNECTION_CLOSED,
+            f"the host closed the connection before answering {method}{detail}"
+            + (f"; its stderr ends with:\n{tail}" if tail else ""),
+            {"exitCode": code},
+        )
+
+    def _envelope(self) -> dict[str, Any]:
+        # The host's default level in 2025-11-25 is "info"; ask for the same when the
+        # caller listens to logs without choosing a level.
+        level = self.log_level
+        if level is None and self.on_log is not None:
+            level = "info"
+        return envelope_meta(self.capabilities, self.client_info, log_level=level)
+
+    async def _discover(self, session: Session) -> bool:
+        """Ask ``server/discover``; True when the connection now speaks 2026-07-28.
+
+        Raises:
+            JsonRpcError: with ``era="modern"``, when the server does not offer it; in
+                any era, -32000 when the server closed the connection.
+        """
+        try:
+            raw = await session.request(
+                DISCOVER,
+                {"_meta": self._envelope()},
+                timeout=min(self.init_timeout, PROBE_TIMEOUT),
+            )
+        except JsonRpcError as exc:
+            if exc.code == CONNECTION_CLOSED:
+                raise await self._closed_early(DISCOVER) from None
+            if self.era == "modern":
+                raise
+            log.info("server/discover failed (%s); falling back to initialize", exc.message)
+            return False
+        init = initialize_from_discover(raw)
+        if init is None:
+            if self.era == "modern":
+                raise JsonRpcError(
+                    INVALID_PARAMS,
+                    f"the server does not offer MCP {MODERN_PROTOCOL_VERSION}",
+                    {"discover": raw},
+                )
+            log.info("server/discover offers no version this client speaks; using initialize")
+            return False
+        self._init = init
+        self.modern = True
+        self.discover_result = raw
+        return True
+
+    async def _request(
+        self, method: str, params: dict[str, Any] | None, timeout: float | None
+    ) -> Any:
+        """Send ``method``; in 2026-07-28 with the envelope, answering input-required
+        results through the callbacks and retrying (at most :data:`MAX_INPUT_ROUNDS`)."""
+        session = self.session
+        if not self.modern:
+            return await session.request(method, params, timeout=timeout)
+        body = dict(params or {})
+        body["_meta"] = {**self._envelope(), **(body.get("_meta") or {})}
+        for _ in range(MAX_INPUT_ROUNDS):
+            raw = await session.request(method, body, timeout=timeout)
+            if not isinstance(raw, dict) or raw.get("resultType") != RESULT_INPUT_REQUIRED:
+                return raw
+            body = {k: v for k, v in body.items() if k not in ("inputResponses", "requestState")}
+            requests = raw.get("inputRequests")
+            if requests is not None:
+                body["inputResponses"] = await self.inputs.fulfil(requests)
+            state = raw.get("requestState")
+            if isinstance(state, str):
+                body["requestState"] = state
+        raise JsonRpcError(
+            INTERNAL_ERROR, f"{method}: still input-required after {MAX_INPUT_ROUNDS} rounds"
+        )
+
+    async def _listen(self) -> None:
+        """2026-07-28: keep a ``subscriptions/listen`` stream open for tools list changes
+        (they reach :attr:`on_tools_changed`) until the connection ends."""
+        try:
+            await self._request(LISTEN, {"notifications": {"toolsListChanged": True}}, None)
+        except JsonRpcError as exc:
+            if exc.code != CONNECTION_CLOSED:
+                log.warning("subscriptions/listen failed: %s", exc.message)
+
     async def _handshake(self, session: Session) -> None:
         params = {
             "protocolVersion": LATEST_PROTOCOL_VERSION,
@@ -537,18 +678,8 @@ class Client:
         try:
             raw = await session.request("initialize", params, timeout=self.init_timeout)
         except JsonRpcError as exc:
-            if exc.code == CONNECTION_CLOSED and self._process is not None:
-                code = None
-                with anyio.move_on_after(1.0):
-                    code = await self._process.wait()
-                detail = f" (exit code {code})" if code is not None else ""
-                tail = self.stderr_output.strip()[-2000:]
-                raise JsonRpcError(
-                    CONNECTION_CLOSED,
-                    f"the host closed the connection before answering initialize{detail}"
-                    + (f"; its stderr ends with:\n{tail}" if tail else ""),
-                    {"exitCode": code},
-                ) from None
+            if exc.code == CONNECTION_CLOSED:
+                raise await self._closed_early("initialize") from None
             raise
         try:
             init = InitializeResult.model_validate(raw)
@@ -619,11 +750,15 @@ class Client:
     # ------------------------------------------------------------------ requests
 
     async def ping(self, *, timeout: float | None = 10.0) -> None:
-        """Send ``ping`` and wait for ``{}``.
+        """Send ``ping`` and wait for ``{}`` (2026-07-28 has no ``ping``: there it asks
+        ``server/discover``).
 
         Raises:
             JsonRpcError: -32001 on timeout, -32000 when the connection closed.
         """
+        if self.modern:
+            await self._request(DISCOVER, None, timeout)
+            return
         await self.session.request("ping", timeout=timeout)
 
     async def set_log_level(self, level: str) -> None:
@@ -632,7 +767,12 @@ class Client:
         Raises:
             JsonRpcError: -32602 for an unknown level.
         """
-        await self.session.request("logging/setLevel", {"level": level}, timeout=30.0)
+        if self.modern:  # 2026-07-28: sent with every request instead
+            await self._request(
+                DISCOVER, {"_meta": {"io.modelcontextprotocol/logLevel": level}}, 30.0
+            )
+        else:
+            await self.session.request("logging/setLevel", {"level": level}, timeout=30.0)
         self.log_level = level
 
     async def list_tools(self, *, timeout: float | None = 60.0) -> list[ToolDefinition]:
@@ -645,13 +785,12 @@ class Client:
             JsonRpcError: the host answered with an error, or sent the same cursor twice
                 (-32603), or a timeout (-32001).
         """
-        session = self.session
         tools: list[ToolDefinition] = []
         cursor: str | None = None
         seen: set[str] = set()
         while True:
             params = {"cursor": cursor} if cursor is not None else None
-            raw = await session.request("tools/list", params, timeout=timeout)
+            raw = await self._request("tools/list", params, timeout)
             try:
                 page = ListToolsResult.model_validate(raw)
             except ValidationError as exc:
@@ -714,7 +853,7 @@ class Client:
         if timeout is None:
             timeout = self.call_timeout
         try:
-            raw = await session.request("tools/call", params, timeout=timeout)
+            raw = await self._request("tools/call", params, timeout)
         except JsonRpcError as exc:
             if exc.code == REQUEST_TIMEOUT and timeout is not None:
                 raise CallTimeout(call_id, name, timeout) from None
@@ -823,7 +962,7 @@ class Client:
 
             self._progress[token] = batch_progress
         try:
-            raw = await session.request("tools/callBatch", params, timeout=timeout)
+            raw = await self._request("tools/callBatch", params, timeout)
         finally:
             if token is not None:
                 self._batch_listeners.pop(token, None)
@@ -927,6 +1066,11 @@ class Client:
         if self.on_approval is None:  # pragma: no cover - the handler is registered only with one
             return {"decision": "deny", "reason": "this client approves nothing"}
         return (await decide(self.on_approval, request)).to_wire()
+
+    async def _answer_input(self, params: Any, ctx: RequestContext) -> dict[str, Any]:
+        """Host → client ``elicitation/create``, ``sampling/createMessage``, ``roots/list``
+        (2025-11-25): answered by the matching callback."""
+        return await self.inputs.answer(ctx.method, params)
 
     # ------------------------------------------------------------------ notifications
 

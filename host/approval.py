@@ -1,20 +1,40 @@
 """Approval across the process boundary: which calls need the client's yes, and asking for it.
 
-A client that declares ``capabilities.toolwire.approval: true`` in ``initialize`` receives
-a host→client request ``toolwire/approve {callId, name, arguments, annotations?}`` before
-each call the policy marks, and answers ``{decision: "allow"|"deny", reason?, arguments?}``.
-By default nothing needs approval (the client that launched the host is trusted).
+A client that declares ``capabilities.toolwire.approval: true`` receives
+``toolwire/approve {callId, name, arguments, annotations?}`` before each call the policy
+marks, and answers ``{decision: "allow"|"deny", reason?, arguments?}``. Any other MCP
+client that declares ``elicitation`` is asked with a standard form
+(:func:`approval_form`: allow or deny, and an optional reason). In 2025-11-25 both are
+host→client requests; in 2026-07-28 they are input requests of an input-required
+result (protocol.md §10.4, §11.7). A client that can do neither is denied with a message
+saying so. By default nothing needs approval (the client that launched the host is
+trusted).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from toolwire import _json
+from toolwire.errors import REQUEST_TIMEOUT, JsonRpcError
 
 from .tools import Tool
 
-__all__ = ["APPROVE_METHOD", "ApprovalDecision", "ApprovalPolicy", "parse_answer"]
+if TYPE_CHECKING:
+    from .hooks import ToolCall
+    from .server import HostServer
+
+__all__ = [
+    "APPROVE_METHOD",
+    "ApprovalDecision",
+    "ApprovalPolicy",
+    "approval_form",
+    "approve_call",
+    "decision_from_elicitation",
+    "parse_answer",
+]
 
 APPROVE_METHOD = "toolwire/approve"
 """The host→client request asking the client to approve one call."""
@@ -92,3 +112,119 @@ def parse_answer(result: Any) -> ApprovalDecision | str:
     if arguments is not None and type(arguments) is not dict:
         return "'arguments' must be an object"
     return ApprovalDecision(decision == "allow", reason, arguments)
+
+
+def approval_form(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """The ``elicitation/create`` params asking the user to approve one call: a form with
+    ``decision`` ("allow" or "deny", required) and an optional ``reason``."""
+    shown = _json.dumps(arguments).decode("utf-8")
+    if len(shown) > 2000:
+        shown = shown[:2000] + "…"
+    return {
+        "mode": "form",
+        "message": f'Allow the tool "{name}" to run with these arguments?\n{shown}',
+        "requestedSchema": {
+            "type": "object",
+            "properties": {
+                "decision": {
+                    "type": "string",
+                    "title": "Decision",
+                    "enum": ["allow", "deny"],
+                },
+                "reason": {"type": "string", "title": "Reason (optional)"},
+            },
+            "required": ["decision"],
+        },
+    }
+
+
+def decision_from_elicitation(answer: Any) -> ApprovalDecision | str:
+    """The decision in an ``elicitation/create`` result for :func:`approval_form`, or why
+    it is malformed. Declining or cancelling the form denies the call."""
+    if type(answer) is not dict:
+        return "the answer is not an object"
+    action = answer.get("action")
+    if action in ("decline", "cancel"):
+        done = "declined" if action == "decline" else "cancelled"
+        return ApprovalDecision(False, f"the user {done} the approval form")
+    content = answer.get("content")
+    if action != "accept" or type(content) is not dict:
+        return "the form was neither accepted with content, declined nor cancelled"
+    reason = content.get("reason")
+    reason = reason if type(reason) is str and reason.strip() else None
+    decision = content.get("decision")
+    if decision not in ("allow", "deny"):
+        return f'\'decision\' must be "allow" or "deny", not {decision!r}'
+    return ApprovalDecision(decision == "allow", reason)
+
+
+def _declares_approve(capabilities: dict[str, Any]) -> bool:
+    ext = capabilities.get("toolwire")
+    return type(ext) is dict and ext.get("approval") is True
+
+
+async def approve_call(
+    server: HostServer, call: ToolCall, tool: Tool, arguments: dict[str, Any]
+) -> ApprovalDecision | str:
+    """Ask the client to approve one call; returns its decision, or the text of a denial
+    the host made itself.
+
+    Order: ``toolwire/approve`` when the client declared it, else a standard elicitation
+    form when it declared ``elicitation``, else a denial saying the client can do
+    neither. In 2026-07-28 (a call served under an input round) the question becomes an
+    input request: this raises :class:`~toolwire.host.modern.InputNeeded` until the retry
+    brings the answer (accepted only for a question this host asked, proven by the
+    signed ``requestState``).
+    """
+    from .modern import current_round
+
+    params: dict[str, Any] = {"callId": call.id, "name": tool.name, "arguments": arguments}
+    annotations = tool.definition().get("annotations")
+    if annotations:
+        params["annotations"] = annotations
+    round = current_round()
+    if round is not None:
+        key = "approval" if call.batch_id is None else f"approval/{call.id}"
+        caps = round.envelope.capabilities
+        if _declares_approve(caps):
+            answer = round.answer(key, APPROVE_METHOD, params, signed_only=True)
+            return _checked(parse_answer(answer))
+        if round.envelope.declares("elicitation"):
+            form = approval_form(tool.name, arguments)
+            answer = round.answer(key, "elicitation/create", form, signed_only=True)
+            return _checked(decision_from_elicitation(answer))
+        return _cannot_ask(tool.name)
+    session = server.session
+    if session is None:
+        return _cannot_ask(tool.name)
+    if _declares_approve(server.client_capabilities):
+        method, question = APPROVE_METHOD, params
+    elif type(server.client_capabilities.get("elicitation")) is dict:
+        method, question = "elicitation/create", approval_form(tool.name, arguments)
+    else:
+        return _cannot_ask(tool.name)
+    try:
+        answer = await session.request(method, question, timeout=server.approval_timeout)
+    except JsonRpcError as exc:
+        if exc.code == REQUEST_TIMEOUT:
+            return (
+                "Call denied: the client did not answer the approval request within "
+                f"{server.approval_timeout:g} seconds"
+            )
+        return f"Call denied: the approval request failed: {exc.message}"
+    if method == APPROVE_METHOD:
+        return _checked(parse_answer(answer))
+    return _checked(decision_from_elicitation(answer))
+
+
+def _checked(decision: ApprovalDecision | str) -> ApprovalDecision | str:
+    if isinstance(decision, str):
+        return f"Call denied: the client's approval answer is malformed: {decision}"
+    return decision
+
+
+def _cannot_ask(name: str) -> str:
+    return (
+        f'Call denied: tool "{name}" needs the client\'s approval, but the client declared '
+        'neither {"toolwire": {"approval": true}} nor "elicitation", so it cannot be asked'
+    )

@@ -28,10 +28,12 @@ from toolwire.session import RequestContext, progress_accepted
 
 from .context import ToolContext
 from .hooks import ToolCall
+from .modern import InputNeeded
 from .pipeline import Prepared
 from .results import error_result
 
 if TYPE_CHECKING:
+    from .modern import ModernCall
     from .server import HostServer
 
 __all__ = [
@@ -188,7 +190,9 @@ class _BatchRun:
         self.ended(i, result)
 
 
-async def run_batch(server: HostServer, params: Any, rctx: RequestContext) -> dict[str, Any]:
+async def run_batch(
+    server: HostServer, params: Any, rctx: RequestContext, modern: ModernCall | None = None
+) -> dict[str, Any]:
     """Serve one ``tools/callBatch`` request; returns ``{results, terminate?}``.
 
     Raises:
@@ -204,6 +208,7 @@ async def run_batch(server: HostServer, params: Any, rctx: RequestContext) -> di
     registry = server.registry
     pipeline = server.pipeline
     ready: list[tuple[int, Prepared]] = []
+    asking = False
     for i, call in enumerate(calls):
         tool = registry.get(call.name)
         if tool is None:
@@ -216,15 +221,22 @@ async def run_batch(server: HostServer, params: Any, rctx: RequestContext) -> di
             continue
         reporter = _CallProgress(run, call.id)
         run.progress[i] = reporter
-        ctx = ToolContext(call.id, call.name, server.env, server, reporter)
-        outcome = await pipeline.preflight(
-            tool, ToolCall(call.id, call.name, call.arguments, rctx.id), ctx
-        )
+        ctx = ToolContext(call.id, call.name, server.env, server, reporter, modern)
+        try:
+            outcome = await pipeline.preflight(
+                tool, ToolCall(call.id, call.name, call.arguments, rctx.id), ctx
+            )
+        except InputNeeded:
+            # 2026-07-28: an approval to ask; the other calls are asked in the same round.
+            asking = True
+            continue
         if isinstance(outcome, Prepared):
             ready.append((i, outcome))
         else:
             run.immediate(i, outcome)
 
+    if asking:
+        return {}  # nothing runs; the input-required result replaces this (host/modern.py)
     if sequential:
         for i, prepared in ready:
             await run.execute(i, prepared)

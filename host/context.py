@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,6 +16,7 @@ from toolwire.messages import RequestId
 from .sandbox import Sandbox
 
 if TYPE_CHECKING:
+    from .modern import ModernCall
     from .server import HostServer
 
 __all__ = ["LOG_LEVELS", "ExecEnv", "ToolContext"]
@@ -84,7 +86,7 @@ class ToolContext:
         env: the :class:`ExecEnv` the tool acts in.
     """
 
-    __slots__ = ("_request", "_server", "call_id", "env", "tool_name")
+    __slots__ = ("_asks", "_modern", "_request", "_server", "call_id", "env", "tool_name")
 
     def __init__(
         self,
@@ -93,12 +95,15 @@ class ToolContext:
         env: ExecEnv,
         server: HostServer | None = None,
         request: Any = None,
+        modern: ModernCall | None = None,
     ) -> None:
         self.call_id = call_id
         self.tool_name = tool_name
         self.env = env
         self._server = server
         self._request = request  # toolwire.session.RequestContext, when over the wire
+        self._modern = modern  # set for an MCP 2026-07-28 request (host/modern.py)
+        self._asks = 0
 
     async def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None
@@ -153,7 +158,149 @@ class ToolContext:
             self.tool_name,
             data,
         )
-        if self._server is not None:
+        if self._modern is not None:
+            # 2026-07-28: only when this request asked, with _meta logLevel.
+            self._modern.send_log(level, data, logger or self.tool_name)
+            await self._drain()
+        elif self._server is not None:
             self._server.send_log(level, data, logger or self.tool_name)
             await self._drain()
         await anyio.lowlevel.checkpoint()
+
+    # ------------------------------------------------------------------ asking the client
+
+    @property
+    def client_capabilities(self) -> dict[str, Any]:
+        """What the client declared: the request's own envelope in 2026-07-28, the
+        ``initialize`` capabilities in 2025-11-25 (``{}`` outside a host). A tool can
+        check ``"sampling" in ctx.client_capabilities`` before it asks."""
+        if self._modern is not None:
+            return self._modern.envelope.capabilities
+        if self._server is not None:
+            return self._server.client_capabilities
+        return {}
+
+    async def elicit(
+        self, message: str, schema: dict[str, Any], *, key: str | None = None
+    ) -> dict[str, Any]:
+        """Ask the user for structured input (MCP ``elicitation/create``, form mode).
+
+        Args:
+            message: what to ask, shown to the user.
+            schema: the form, a flat JSON Schema object (``{"type": "object",
+                "properties": {...}, "required": [...]}``).
+            key: the ``inputRequests`` key in 2026-07-28 (default ``elicit-N`` for the
+                N-th question of this call); give one to accept answers a client sends
+                before being asked.
+
+        Returns:
+            The ElicitResult: ``{"action": "accept"|"decline"|"cancel", "content"?: {...}}``.
+
+        Raises:
+            ToolError: 2025-11-25 client without the ``elicitation`` capability (the call
+                fails with that message). In 2026-07-28 the call is answered with an
+                input-required result, or -32021 without the capability, whatever the
+                tool does with the exception raised here (see protocol.md §11.7: the
+                call runs again from the start with the answer).
+        """
+        params = {"mode": "form", "message": message, "requestedSchema": schema}
+        result: dict[str, Any] = await self._ask("elicitation/create", params, key, "elicit")
+        return result
+
+    async def sample(
+        self,
+        messages: str | list[dict[str, Any]],
+        *,
+        max_tokens: int = 1000,
+        system_prompt: str | None = None,
+        key: str | None = None,
+        **options: Any,
+    ) -> dict[str, Any]:
+        """Ask the client's model for a completion (MCP ``sampling/createMessage``).
+
+        Args:
+            messages: a prompt (one user text message), or MCP ``SamplingMessage`` objects.
+            max_tokens: ``maxTokens``.
+            system_prompt: ``systemPrompt``, when given.
+            key: the ``inputRequests`` key in 2026-07-28 (default ``sample-N``).
+            options: further request members as they are on the wire
+                (``temperature``, ``modelPreferences``, ``stopSequences``, ...).
+
+        Returns:
+            The CreateMessageResult: ``{"role", "content", "model", "stopReason"?}``.
+
+        Raises:
+            ToolError: as :meth:`elicit`, for the ``sampling`` capability.
+        """
+        if isinstance(messages, str):
+            messages = [{"role": "user", "content": {"type": "text", "text": messages}}]
+        params: dict[str, Any] = {"messages": messages, "maxTokens": max_tokens, **options}
+        if system_prompt is not None:
+            params["systemPrompt"] = system_prompt
+        result: dict[str, Any] = await self._ask("sampling/createMessage", params, key, "sample")
+        return result
+
+    async def list_roots(self, *, key: str | None = None) -> list[dict[str, Any]]:
+        """The client's roots (MCP ``roots/list``): ``[{"uri": "file:///...", "name"?}]``.
+
+        Raises:
+            ToolError: as :meth:`elicit`, for the ``roots`` capability.
+        """
+        result = await self._ask("roots/list", {}, key, "roots")
+        roots = result.get("roots") if isinstance(result, dict) else None
+        return list(roots) if isinstance(roots, list) else []
+
+    async def gather(self, *asks: Awaitable[Any]) -> list[Any]:
+        """Ask several things at once: ``await ctx.gather(ctx.elicit(...), ctx.sample(...))``.
+
+        In 2026-07-28 every unanswered question goes into the same input-required result
+        (one round instead of one per question); in 2025-11-25 they are asked one after
+        another. Returns the answers in the order given.
+
+        Raises:
+            ToolError: as :meth:`elicit`.
+        """
+        from .modern import InputNeeded
+
+        answers: list[Any] = []
+        pending: InputNeeded | None = None
+        for ask in asks:
+            try:
+                answers.append(await ask)
+            except InputNeeded as exc:
+                pending = pending or exc
+                answers.append(None)
+        if pending is not None:
+            raise pending
+        return answers
+
+    def elicit_from_thread(
+        self, message: str, schema: dict[str, Any], *, key: str | None = None
+    ) -> dict[str, Any]:
+        """:meth:`elicit` for synchronous tools running in a worker thread."""
+        result: dict[str, Any] = anyio.from_thread.run(
+            lambda: self.elicit(message, schema, key=key)
+        )
+        return result
+
+    async def _ask(self, method: str, params: dict[str, Any], key: str | None, kind: str) -> Any:
+        self._asks += 1
+        if key is None:
+            key = f"{kind}-{self._asks}"
+        modern = self._modern
+        if modern is not None:
+            from .results import ToolError
+
+            round = modern.round
+            if round is None:
+                raise ToolError(f"{method} cannot be asked here")
+            if round.batch:
+                key = f"{self.call_id}/{key}"
+            return round.answer(key, method, params, signed_only=False)
+        if self._server is None:
+            from .results import ToolError
+
+            raise ToolError(f"{method}: no client to ask (the tool runs outside a host)")
+        from .modern import ask_legacy
+
+        return await ask_legacy(self._server, method, params)

@@ -20,7 +20,6 @@ from toolwire.errors import (
     INVALID_PARAMS,
     INVALID_REQUEST,
     REQUEST_CANCELLED,
-    REQUEST_TIMEOUT,
     JsonRpcError,
 )
 from toolwire.session import (
@@ -31,11 +30,12 @@ from toolwire.session import (
     Session,
 )
 
-from .approval import APPROVE_METHOD, ApprovalDecision, ApprovalPolicy, parse_answer
+from .approval import ApprovalDecision, ApprovalPolicy, approve_call
 from .batch import run_batch
 from .context import LOG_LEVELS, ExecEnv, ToolContext
 from .executor import Executor
 from .hooks import ToolCall
+from .modern import ModernCall, ModernServer
 from .pipeline import Pipeline
 from .registry import Registry
 from .tools import Tool
@@ -105,10 +105,12 @@ class HostServer:
         self.shutdown_grace = shutdown_grace
         self.pipeline = Pipeline(self.executor, registry.hooks, self.approval, self.ask_approval)
         registry.on_change(self._tools_changed)
+        self.modern = ModernServer(self)
 
     def attach(self, session: Session) -> None:
         """Register this server's handlers on ``session``."""
         self.session = session
+        session.request_router = self.modern.route  # MCP 2026-07-28 requests (host/modern.py)
         session.inline_request_handlers.update(
             {
                 "initialize": self._initialize,
@@ -260,7 +262,9 @@ class HostServer:
             result["nextCursor"] = next_cursor
         return result
 
-    async def _tools_call(self, params: Any, rctx: RequestContext) -> dict[str, Any]:
+    async def _tools_call(
+        self, params: Any, rctx: RequestContext, modern: ModernCall | None = None
+    ) -> dict[str, Any]:
         if type(params) is not dict:
             raise JsonRpcError(
                 INVALID_PARAMS, "tools/call params must be an object {name, arguments?}"
@@ -276,7 +280,7 @@ class HostServer:
             arguments = {}
         elif type(arguments) is not dict:
             raise JsonRpcError(INVALID_PARAMS, "'arguments' must be an object")
-        ctx = ToolContext(rctx.id, name, self.env, self, rctx)
+        ctx = ToolContext(rctx.id, name, self.env, self, rctx, modern)
         return await self.pipeline.run(tool, ToolCall(rctx.id, name, arguments), ctx)
 
     async def _tools_call_batch(self, params: Any, rctx: RequestContext) -> dict[str, Any]:
@@ -293,33 +297,9 @@ class HostServer:
     async def ask_approval(
         self, call: ToolCall, tool: Tool, arguments: dict[str, Any]
     ) -> ApprovalDecision | str:
-        """Ask the client with ``toolwire/approve``; returns its decision, or the text of
-        the denial when it cannot approve (no capability, no answer within
-        :attr:`approval_timeout`, an error or a malformed answer)."""
-        if not self.client_approves or self.session is None:
-            return (
-                f'Call denied: tool "{tool.name}" needs the client\'s approval, but the client '
-                'did not declare the capability {"toolwire": {"approval": true}}'
-            )
-        params: dict[str, Any] = {"callId": call.id, "name": tool.name, "arguments": arguments}
-        annotations = tool.definition().get("annotations")
-        if annotations:
-            params["annotations"] = annotations
-        try:
-            answer = await self.session.request(
-                APPROVE_METHOD, params, timeout=self.approval_timeout
-            )
-        except JsonRpcError as exc:
-            if exc.code == REQUEST_TIMEOUT:
-                return (
-                    "Call denied: the client did not answer the approval request within "
-                    f"{self.approval_timeout:g} seconds"
-                )
-            return f"Call denied: the approval request failed: {exc.message}"
-        decision = parse_answer(answer)
-        if isinstance(decision, str):
-            return f"Call denied: the client's approval answer is malformed: {decision}"
-        return decision
+        """Ask the client (``toolwire/approve``, else an elicitation form, in either
+        era); see :func:`toolwire.host.approval.approve_call`."""
+        return await approve_call(self, call, tool, arguments)
 
 
 def _object_params(params: Any) -> dict[str, Any]:

@@ -64,10 +64,14 @@ def alive(pid: int) -> bool:
 # --------------------------------------------------------------------------- handshake
 
 
-async def test_handshake_exposes_server_info(tmp_path: Path) -> None:
-    async with spawn(tmp_path) as c:
+@pytest.mark.parametrize(
+    ("era", "version"), [("auto", "2026-07-28"), ("modern", "2026-07-28"), ("legacy", "2025-11-25")]
+)
+async def test_handshake_exposes_server_info(tmp_path: Path, era: str, version: str) -> None:
+    async with spawn(tmp_path, era=era) as c:
         assert c.server_info.name == "toolwire"
-        assert c.protocol_version == "2025-11-25"
+        assert c.protocol_version == version
+        assert c.modern is (era != "legacy")
         assert c.server_capabilities["tools"] == {"listChanged": True}
         assert c.instructions is not None and str(tmp_path.resolve()) in c.instructions
         await c.ping()
@@ -108,7 +112,7 @@ async def test_host_that_fails_to_start_gives_a_clear_error(tmp_path: Path) -> N
     with pytest.raises(JsonRpcError) as info:
         async with c:
             pass
-    assert "before answering initialize" in info.value.message
+    assert "before answering server/discover" in info.value.message
     assert "exit code 2" in info.value.message
     assert "is not a directory" in info.value.message
     assert c.process is not None and c.process.returncode == 2

@@ -131,13 +131,17 @@ def test_exit_without_shutdown_exits_with_code_1(tmp_path: Path) -> None:
         assert exits_within(h) == 1
 
 
-def test_server_discover_is_refused_at_once(tmp_path: Path) -> None:
+def test_server_discover_without_envelope_is_refused_at_once(tmp_path: Path) -> None:
+    """server/discover is 2026-07-28 only (protocol.md §11): without the envelope it is
+    -32602, answered at once, and a later initialize still opens a 2025-11-25 session."""
     with wire_host(tmp_path, initialize=False) as h:
+        # the host is up (a request that is not the one timed), so the bound below
+        # measures the answer, not the start-up; a client's probe waits far longer
+        assert h.request("tools/list", {})["result"]["tools"]
         t0 = time.monotonic()
         err = h.request("server/discover", {"_meta": {}}, timeout=PROMPT)["error"]
         assert time.monotonic() - t0 < PROMPT
-        assert err["code"] == -32601
-        assert err["data"]["method"] == "server/discover"
+        assert err["code"] == -32602
         assert h.initialize()["result"]["protocolVersion"] == "2025-11-25"
 
 

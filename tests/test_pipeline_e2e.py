@@ -512,7 +512,7 @@ def test_approval_without_capability_or_answer_denies(tmp_path: Path) -> None:
     with pipeline_host(tmp_path, ["--approve", "all"]) as h:  # no approval capability
         r = h.call("look", {"side": str(side)})["result"]
         assert r["isError"] is True
-        assert "did not declare the capability" in texts(r)
+        assert "declared neither" in texts(r)
     with pipeline_host(
         tmp_path, ["--approve", "touch,look", "--approval-timeout", "0.3"], APPROVAL_CAPS
     ) as h:

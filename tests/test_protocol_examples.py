@@ -17,15 +17,16 @@ from tests.e2e_helpers import exits_within
 from tests.hostproc import REPO, HostProcess
 
 DOC = REPO / "protocol.md"
-BLOCK_RE = re.compile(r"```jsonrpc\n(.*?)```", re.S)
+BLOCK_RE = re.compile(r"```jsonrpc([^\n]*)\n(.*?)```", re.S)
+"""A block's info string may add host options after ``jsonrpc`` (``jsonrpc --approve echo``)."""
 
 
-def blocks() -> list[tuple[str, list[tuple[str, Any]]]]:
+def blocks() -> list[tuple[str, list[str], list[tuple[str, Any]]]]:
     text = DOC.read_text(encoding="utf-8")
     out = []
     for n, m in enumerate(BLOCK_RE.finditer(text), 1):
         steps = []
-        for line in m.group(1).splitlines():
+        for line in m.group(2).splitlines():
             if not line.strip():
                 continue
             arrow, _, payload = line.partition(" ")
@@ -33,7 +34,7 @@ def blocks() -> list[tuple[str, list[tuple[str, Any]]]]:
             steps.append((arrow, json.loads(payload)))
         heading = text.rfind("\n### ", 0, m.start())
         title = text[heading + 5 : text.index("\n", heading + 5)] if heading >= 0 else f"block {n}"
-        out.append((title, steps))
+        out.append((title, m.group(1).split(), steps))
     return out
 
 
@@ -59,9 +60,10 @@ def test_document_has_examples() -> None:
     assert len(blocks()) >= 5
 
 
-@pytest.mark.parametrize(("title", "steps"), blocks(), ids=[t for t, _ in blocks()])
-def test_example_block(title: str, steps: list[tuple[str, Any]]) -> None:
+@pytest.mark.parametrize(("title", "options", "steps"), blocks(), ids=[t for t, _, _ in blocks()])
+def test_example_block(title: str, options: list[str], steps: list[tuple[str, Any]]) -> None:
     args = ["--no-builtins", "--tools", str(REPO / "examples" / "tools" / "echo_tools.py")]
+    args += options
     with HostProcess(args) as host:
         sent_exit = False
         for arrow, msg in steps:

@@ -30,8 +30,11 @@ def _host_args(root: Path) -> list[str]:
     ]
 
 
-@pytest.mark.parametrize("mode", ["auto", "legacy"])
+@pytest.mark.parametrize("mode", ["auto", "2026-07-28", "legacy"])
 def test_official_mcp_sdk_client(tmp_path: Path, mode: str) -> None:
+    """The official Python SDK client (mcp 2.x): ``auto`` probes ``server/discover`` and
+    stays in 2026-07-28; a version pin sends enveloped requests without any negotiation;
+    ``legacy`` runs the initialize handshake."""
     params = StdioServerParameters(command=sys.executable, args=_host_args(tmp_path), cwd=REPO)
     progress: list[tuple[float, float | None, str | None]] = []
 
@@ -39,9 +42,11 @@ def test_official_mcp_sdk_client(tmp_path: Path, mode: str) -> None:
         progress.append((p, total, message))
 
     async def main() -> None:
-        # "auto" first probes server/discover (2026-07-28); our prompt -32601 makes it
-        # fall back to the initialize handshake.
         async with Client(params, mode=mode, read_timeout_seconds=20) as c:  # type: ignore[arg-type]
+            expected = "2025-11-25" if mode == "legacy" else "2026-07-28"
+            assert c.protocol_version == expected
+            if mode == "auto":  # learnt from server/discover (a version pin sends none)
+                assert c.server_info is not None and c.server_info.name == "toolwire"
             listed = await c.list_tools()
             names = {t.name for t in listed.tools}
             assert {"echo", "progress", "weather", "shape"} <= names
@@ -131,3 +136,127 @@ def test_pygls_client_over_content_length(tmp_path: Path) -> None:
     assert sync_call.content[0].text == "x" * 100_000
     assert "echo" in {t.name for t in listed.tools}
     assert down is None
+
+
+@pytest.mark.parametrize("mode", ["auto", "2026-07-28"])
+def test_official_mcp_sdk_listen(tmp_path: Path, mode: str) -> None:
+    """The SDK's ``Client.listen`` (subscriptions/listen) sees a tools list change."""
+    params = StdioServerParameters(command=sys.executable, args=_host_args(tmp_path), cwd=REPO)
+
+    async def main() -> list[str]:
+        async with Client(params, mode=mode, read_timeout_seconds=20) as c:  # type: ignore[arg-type]
+            async with c.listen(tools_list_changed=True) as sub:
+                assert sub.honored is not None and sub.honored.tools_list_changed is True
+                r = await c.call_tool("add_tool", {"name": "late.sdk"})
+                assert r.is_error is False
+                with anyio.fail_after(10):
+                    async for _event in sub:
+                        break
+            names = [t.name for t in (await c.list_tools()).tools]
+            r = await c.call_tool("late.sdk", {})
+            assert r.content[0].text == "dynamic"  # type: ignore[union-attr]
+            return names
+
+    assert "late.sdk" in anyio.run(main)
+
+
+def _asking_host_args(root: Path, *extra: str) -> list[str]:
+    modern_tools = str(Path(WIRE_TOOLS).parent / "modern_tools.py")
+    return [
+        "-m",
+        "toolwire.host",
+        "--root",
+        str(root),
+        "--no-builtins",
+        "--no-entry-points",
+        "--log-level",
+        "error",
+        "--tools",
+        modern_tools,
+        str(REPO / "examples" / "tools" / "echo_tools.py"),
+        *extra,
+    ]
+
+
+@pytest.mark.parametrize("mode", ["auto", "2026-07-28", "legacy"])
+def test_official_mcp_sdk_elicitation_sampling_roots(tmp_path: Path, mode: str) -> None:
+    """A tool asking the user, the model and for the roots: the SDK answers server requests
+    (legacy) or input-required results (2026-07-28) through the same callbacks."""
+    from mcp import types
+
+    params = StdioServerParameters(
+        command=sys.executable, args=_asking_host_args(tmp_path), cwd=REPO
+    )
+    asked: list[str] = []
+
+    async def elicit(context: Any, p: Any) -> types.ElicitResult:
+        asked.append("elicit")
+        return types.ElicitResult(action="accept", content={"name": "Ada"})
+
+    async def sample(context: Any, p: Any) -> types.CreateMessageResult:
+        asked.append("sample")
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(type="text", text="Paris"), model="m"
+        )
+
+    async def roots(context: Any) -> types.ListRootsResult:
+        asked.append("roots")
+        return types.ListRootsResult(roots=[types.Root(uri="file:///w", name="w")])
+
+    async def main() -> None:
+        async with Client(
+            params,
+            mode=mode,  # type: ignore[arg-type]
+            read_timeout_seconds=20,
+            elicitation_callback=elicit,
+            sampling_callback=sample,
+            list_roots_callback=roots,
+        ) as c:
+            r = await c.call_tool("ask_name", {})
+            assert r.content[0].text == "hello Ada"  # type: ignore[union-attr]
+            r = await c.call_tool("ask_all", {"runs": str(tmp_path / "runs")})
+            assert r.content[0].text == "Ada / Paris / file:///w"  # type: ignore[union-attr]
+
+    anyio.run(main)
+    assert asked == ["elicit", "elicit", "sample", "roots"]
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+def test_official_mcp_sdk_approval_through_elicitation(tmp_path: Path, mode: str) -> None:
+    """A host started with --approve asks an SDK client through a standard elicitation form."""
+    from mcp import types
+
+    params = StdioServerParameters(
+        command=sys.executable, args=_asking_host_args(tmp_path, "--approve", "echo"), cwd=REPO
+    )
+    forms: list[Any] = []
+
+    async def elicit(context: Any, p: Any) -> types.ElicitResult:
+        forms.append(p)
+        text = p.message
+        if '"no"' in text:
+            return types.ElicitResult(
+                action="accept", content={"decision": "deny", "reason": "nope"}
+            )
+        return types.ElicitResult(action="accept", content={"decision": "allow"})
+
+    async def main() -> None:
+        async with Client(
+            params,
+            mode=mode,
+            read_timeout_seconds=20,
+            elicitation_callback=elicit,  # type: ignore[arg-type]
+        ) as c:
+            r = await c.call_tool("echo", {"text": "yes"})
+            assert r.is_error is False and r.content[0].text == "yes"  # type: ignore[union-attr]
+            r = await c.call_tool("echo", {"text": "no"})
+            assert r.is_error is True
+            assert r.content[0].text == "Call denied by the client: nope"  # type: ignore[union-attr]
+            # a tool the policy does not name is not asked about
+            r = await c.call_tool("count", {"n": 1})
+            assert r.content[0].text == "counted to 1"  # type: ignore[union-attr]
+
+    anyio.run(main)
+    assert len(forms) == 2
+    schema = forms[0].requested_schema
+    assert schema["properties"]["decision"]["enum"] == ["allow", "deny"]

@@ -344,6 +344,10 @@ class Session:
         self.inline_request_handlers: dict[str, Callable[[Any, RequestContext], Any]] = {}
         self.notification_handlers: dict[str, NotificationHandler] = {}
         self.unknown_method_handler: Callable[[str], JsonRpcError] | None = None
+        self.request_router: Callable[[str, Any], RequestHandler | None] | None = None
+        """Consulted first for every request: ``router(method, params)`` returns the
+        handler that serves it, or None to look it up in the handler tables (the host
+        routes MCP 2026-07-28 requests this way, by their ``_meta`` envelope)."""
         self._in_flight: dict[RequestId, RequestContext] = {}
         self._pending: dict[RequestId, _Pending] = {}
         self._next_id = 0
@@ -785,8 +789,9 @@ class Session:
                 ),
             )
             return
-        inline = self.inline_request_handlers.get(req.method)
-        handler = self.request_handlers.get(req.method) if inline is None else None
+        routed = self.request_router(req.method, req.params) if self.request_router else None
+        inline = None if routed is not None else self.inline_request_handlers.get(req.method)
+        handler = routed or (self.request_handlers.get(req.method) if inline is None else None)
         params = req.params
         if (inline is not None or handler is not None) and type(params) is list:
             if params:

@@ -1,6 +1,8 @@
 """Real clients written in another language (Node) against the real host.
 
-* the official MCP TypeScript SDK client over stdio (``sdk_client.mjs``);
+* the official MCP TypeScript SDK client over stdio (``sdk_client.mjs``, 1.x, 2025-11-25);
+* the TypeScript SDK v2 client (``@modelcontextprotocol/client``) in the 2026-07-28 era
+  (``sdk2_client.mjs``);
 * vscode-jsonrpc, the JSON-RPC library of VS Code's language clients, over LSP
   Content-Length framing (``jsonrpc_client.mjs``);
 * the MCP Inspector CLI (v1, the line that runs on Node 20) listing and calling tools.
@@ -37,6 +39,7 @@ INTEROP = Path(__file__).resolve().parent
 REPO = INTEROP.parent.parent
 ECHO_TOOLS = REPO / "examples" / "tools" / "echo_tools.py"
 INTEROP_TOOLS = REPO / "tests" / "tools" / "interop_tools.py"
+MODERN_TOOLS = REPO / "tests" / "tools" / "modern_tools.py"
 NODE_MODULES = INTEROP / "node_modules"
 LOCKFILE = INTEROP / "package-lock.json"
 INSTALLED_LOCK = NODE_MODULES / ".package-lock.json"  # written by npm at the end of an install
@@ -47,8 +50,9 @@ NPM_CI_TIMEOUT = 600.0  # seconds
 SCRIPT_TIMEOUT = 60.0  # seconds, per Node script run
 
 
-def host_args(root: Path) -> list[str]:
-    """The host command line (venv python) serving echo_tools.py and interop_tools.py only."""
+def host_args(root: Path, *extra_tools: Path) -> list[str]:
+    """The host command line (venv python) serving echo_tools.py and interop_tools.py (and
+    ``extra_tools``) only."""
     return [
         sys.executable,
         "-m",
@@ -60,6 +64,7 @@ def host_args(root: Path) -> list[str]:
         "--tools",
         str(ECHO_TOOLS),
         str(INTEROP_TOOLS),
+        *(str(t) for t in extra_tools),
     ]
 
 
@@ -113,14 +118,30 @@ def node() -> Iterator[str]:
     yield node_path
 
 
-def run_script(node: str, script: str, tmp_path: Path) -> dict[str, Any]:
+def run_script(
+    node: str,
+    script: str,
+    tmp_path: Path,
+    options: tuple[str, ...] = (),
+    extra_tools: tuple[Path, ...] = (),
+    host_options: tuple[str, ...] = (),
+) -> dict[str, Any]:
     """Run a Node interop script against a fresh host; return its JSON summary.
 
     Fails the test with the script's stderr (where the host's stderr goes too) when it
     does not print a summary.
     """
     proc = subprocess.run(
-        [node, str(INTEROP / script), "--tmp", str(tmp_path), "--", *host_args(tmp_path)],
+        [
+            node,
+            str(INTEROP / script),
+            "--tmp",
+            str(tmp_path),
+            *options,
+            "--",
+            *host_args(tmp_path, *extra_tools),
+            *host_options,
+        ],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -165,6 +186,48 @@ def test_typescript_sdk_client(node: str, tmp_path: Path) -> None:
     assert seen["ping"]["value"] == {}
     assert [e["level"] for e in seen["logs"]] == ["debug", "info", "warning", "warning"]
     assert seen["exit"] == {"code": 0, "signal": None}
+
+
+@pytest.mark.parametrize("mode", ["pin", "auto"])
+def test_typescript_sdk_v2_client_modern(node: str, tmp_path: Path, mode: str) -> None:
+    """@modelcontextprotocol/client 2.x in the 2026-07-28 era (pinned, or negotiated with
+    ``auto``): no initialize, the envelope on every request, list, call, progress, cancel,
+    subscriptions/listen with a tools list change."""
+    summary = run_script(
+        node, "sdk2_client.mjs", tmp_path, ("--mode", mode), extra_tools=(MODERN_TOOLS,)
+    )
+    seen = summary["observed"]
+    assert len(summary["checks"]) >= 20
+    assert "initialize" not in seen["sentMethods"]
+    assert "subscriptions/listen" in seen["sentMethods"]
+    assert seen["honored"] == {"toolsListChanged": True}
+    assert [a["method"] for a in seen["asked"]] == [
+        "elicitation/create",
+        "elicitation/create",
+        "sampling/createMessage",
+        "roots/list",
+    ]
+    assert (tmp_path / "ts-runs").read_text() == "run\n" * 4
+    assert seen["echo"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "toolwire"
+    assert (tmp_path / "nap2-marker.txt").read_text() == "cancelled"
+    assert seen["exit"] == {"code": 0, "signal": None}
+
+
+def test_typescript_sdk_v2_client_approval(node: str, tmp_path: Path) -> None:
+    """A host started with --approve asks the SDK v2 client through a standard
+    elicitation form (in input-required results): allow runs the call, deny refuses it."""
+    summary = run_script(
+        node,
+        "sdk2_client.mjs",
+        tmp_path,
+        ("--mode", "pin", "--scenario", "approval"),
+        extra_tools=(MODERN_TOOLS,),
+        host_options=("--approve", "echo"),
+    )
+    forms = summary["observed"]["asked"]
+    assert len(forms) == 2
+    schema = forms[0]["params"]["requestedSchema"]
+    assert schema["properties"]["decision"]["enum"] == ["allow", "deny"]
 
 
 def test_vscode_jsonrpc_client(node: str, tmp_path: Path) -> None:
