@@ -8,8 +8,11 @@ Left out of what is asserted, and why:
   not the host; their ids start with ``sep-2575-http-`` or end in ``-http-400``;
 * ``caching`` and the prompt/resource scenarios: the host offers tools only.
 
-The suite (0.2.0-alpha.12) needs Node >= 22: set ``TOOLWIRE_CONFORMANCE_NODE`` to such a
-``node``, or put one first on PATH; otherwise the test is skipped with that reason.
+The suite (0.2.0-alpha.12) needs Node >= 22. ``package.json`` pins the npm package ``node``
+(22.x), so ``npm ci`` (run by the fixture, with whatever Node >= 20 and npm the machine has)
+brings a Node 22 of its own into ``node_modules``; ``TOOLWIRE_CONFORMANCE_NODE`` names
+another one. Without ``npm`` the test is skipped, except where Node is required (``CI=true``
+or ``TOOLWIRE_REQUIRE_NODE=1``, as for the interop tests): there it fails.
 """
 
 from __future__ import annotations
@@ -24,9 +27,11 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
+
+from tests.interop.test_node_clients import node_required
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
@@ -58,27 +63,44 @@ SCENARIOS = [
 HTTP_ONLY = re.compile(r"^sep-2575-http-|-http-400$")
 
 
+LOCAL_NODE = HERE / "node_modules" / ".bin" / "node"
+"""The Node 22 that ``npm ci`` installs from the pinned ``node`` package."""
+
+
+def _unavailable(reason: str) -> NoReturn:
+    if node_required():
+        pytest.fail(reason + " (required here: CI=true or TOOLWIRE_REQUIRE_NODE=1)")
+    pytest.skip(reason)
+
+
+def _major(node: str) -> int:
+    out = subprocess.run([node, "--version"], capture_output=True, text=True).stdout
+    match = re.match(r"v(\d+)\.", out)
+    return int(match.group(1)) if match else 0
+
+
 def _node() -> str:
-    node = os.environ.get("TOOLWIRE_CONFORMANCE_NODE") or shutil.which("node")
-    if node is None:
-        pytest.skip("the conformance suite needs Node >= 22 (TOOLWIRE_CONFORMANCE_NODE)")
-    version = subprocess.run([node, "--version"], capture_output=True, text=True).stdout
-    match = re.match(r"v(\d+)\.", version)
-    if match is None or int(match.group(1)) < 22:
-        pytest.skip(f"the conformance suite needs Node >= 22; found {version.strip()}")
-    return node
+    """The ``node`` (>= 22) that runs the suite: ``TOOLWIRE_CONFORMANCE_NODE``, else the
+    one ``npm ci`` installed here, else the machine's own when it is new enough."""
+    for node in (
+        os.environ.get("TOOLWIRE_CONFORMANCE_NODE"),
+        str(LOCAL_NODE),
+        shutil.which("node"),
+    ):
+        if node and os.access(node, os.X_OK) and _major(node) >= 22:
+            return node
+    _unavailable("the conformance suite needs Node >= 22 (npm ci installs one here)")
 
 
 @pytest.fixture(scope="module")
 def bridge_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    node = _node()
     npm = shutil.which("npm")
     if npm is None:
-        pytest.skip("npm is needed to install the conformance suite")
+        _unavailable("npm is needed to install the conformance suite")
     with open(Path(tempfile.gettempdir()) / "toolwire-conformance-npm.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if not SUITE.exists():
-            env = dict(os.environ, PATH=f"{Path(node).parent}{os.pathsep}{os.environ['PATH']}")
+        if not SUITE.exists() or not LOCAL_NODE.exists():
+            env = dict(os.environ)
             subprocess.run(
                 [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
                 cwd=HERE,
@@ -86,6 +108,7 @@ def bridge_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                 timeout=600,
                 env=env,
             )
+    _node()
     root = tmp_path_factory.mktemp("conformance-root")
     host = [sys.executable, "-m", "toolwire.host", "--no-builtins", "--no-entry-points"]
     host += ["--root", str(root), "--tools", str(HERE / "conformance_tools.py")]
