@@ -11,9 +11,18 @@ Usage::
 
 Each turn asks the provider for the next assistant message (the tool definitions and
 a system prompt with an "Available tools" section attached), runs its tool calls in
-one ``tools/callBatch`` (the model's tool-call ids are the call ids; the message's stop
-reason goes along, so a length-truncated message runs none of its calls) and appends
-one tool-result message per call, in source order, paired by id. The loop ends when a
+one ``tools/callBatch`` (the message's stop reason goes along, so a length-truncated
+message runs none of its calls) and appends one tool-result message per call, in source
+order, paired with its call by position.
+
+Call ids: a call's id in the batch (and in the ``ToolExecution*`` events) is the
+model's tool-call id when that is non-empty and not used by an earlier call of the same
+message; otherwise a fresh unique one (:func:`~toolwire.client.adapters.unique_ids`,
+the helper the built-in provider adapters use). OpenAI-compatible local servers
+(llama.cpp, Ollama) send ``call_0`` for every call, or no id at all. The messages
+themselves keep the provider's ids: each result carries the id of the call at its
+position, exactly as the provider gave it, so whatever provider is plugged in gets its
+own ids back (the built-in adapters hand out unique ids already). The loop ends when a
 message has no tool calls, when the model stopped with "error" or "aborted" (its calls
 do not run), when every result of a batch asked to terminate (none an error), or after
 ``max_turns`` turns. A host without ``tools/callBatch`` gets concurrent ``tools/call``
@@ -42,7 +51,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from toolwire.models import ToolDefinition
 
-from .adapters import tools_prompt_section
+from .adapters import tools_prompt_section, unique_ids
 from .batch import (
     BatchCall,
     BatchEvent,
@@ -52,7 +61,7 @@ from .batch import (
     CallStarted,
 )
 from .client import Client, Progress
-from .conversation import AssistantMessage, Message, ToolCall, ToolResultMessage
+from .conversation import AssistantMessage, Message, ToolResultMessage
 from .providers import ModelRequest, Provider
 
 __all__ = [
@@ -340,11 +349,16 @@ class AgentRun:
                 return
 
     async def _run_calls(self, assistant: AssistantMessage) -> tuple[list[ToolResultMessage], bool]:
-        """Run one message's calls; the results in source order and the terminate verdict."""
+        """Run one message's calls; the results in source order and the terminate verdict.
+
+        Calls are keyed by position: ``ids[i]`` is call ``i``'s id in the batch and in the
+        events (unique within the message), while its result carries ``calls[i].id``, the
+        provider's own id (which may be empty or shared with another call).
+        """
         calls = assistant.tool_calls
-        by_id: dict[str, ToolCall] = {}
+        ids = unique_ids([c.id for c in calls])
         local: dict[int, ToolResultMessage] = {}
-        to_run: list[tuple[int, ToolCall]] = []
+        to_run: list[int] = []
         for i, call in enumerate(calls):
             if call.invalid_arguments is not None:
                 local[i] = ToolResultMessage.error(
@@ -353,62 +367,53 @@ class AgentRun:
                     f'Tool call "{call.name}" was not run: {call.invalid_arguments}. '
                     "Send the call again with its arguments as one JSON object.",
                 )
-            elif not call.id or call.id in by_id:
-                local[i] = ToolResultMessage.error(
-                    call.id,
-                    call.name,
-                    f'Tool call "{call.name}" was not run: its id {call.id!r} is empty or '
-                    "used by another call of the same message.",
-                )
             else:
-                by_id[call.id] = call
-                to_run.append((i, call))
-        started: set[str] = set()
-        ended: set[str] = set()
+                to_run.append(i)
+        position = {ids[i]: i for i in to_run}
+        started: set[int] = set()
+        ended: set[int] = set()
 
-        def start(call: ToolCall) -> None:
-            if call.id not in started:
-                started.add(call.id)
-                self._emit(ToolExecutionStart(call.id, call.name, dict(call.arguments)))
+        def start(i: int) -> None:
+            if i not in started:
+                started.add(i)
+                self._emit(ToolExecutionStart(ids[i], calls[i].name, dict(calls[i].arguments)))
 
-        def end(call: ToolCall, is_error: bool) -> None:
-            start(call)
-            if call.id not in ended:
-                ended.add(call.id)
-                self._emit(ToolExecutionEnd(call.id, call.name, is_error))
+        def end(i: int, is_error: bool) -> None:
+            start(i)
+            if i not in ended:
+                ended.add(i)
+                self._emit(ToolExecutionEnd(ids[i], calls[i].name, is_error))
 
         def on_event(event: BatchEvent) -> None:
-            call = by_id.get(str(getattr(event, "call_id", "")))
-            if call is None:
+            i = position.get(str(getattr(event, "call_id", "")))
+            if i is None:
                 return
             if isinstance(event, CallStarted):
-                start(call)
+                start(i)
             elif isinstance(event, CallProgress):
-                start(call)
-                self._emit(ToolExecutionUpdate(call.id, call.name, event.progress))
+                start(i)
+                self._emit(ToolExecutionUpdate(ids[i], calls[i].name, event.progress))
             elif isinstance(event, CallEnded):
-                end(call, event.is_error)
+                end(i, event.is_error)
 
-        for i, call in enumerate(calls):
-            if i in local:  # answered here without running: its own start and end
-                self._emit(ToolExecutionStart(call.id, call.name, dict(call.arguments)))
-                self._emit(ToolExecutionEnd(call.id, call.name, True))
+        for i in local:  # answered here without running: its own start and end
+            end(i, True)
         terminate = False
-        ran: dict[str, ToolResultMessage] = {}
+        ran: dict[int, ToolResultMessage] = {}
         if to_run:
             batch = await self.client.call_batch(
-                [BatchCall(c.id, c.name, dict(c.arguments)) for _, c in to_run],
+                [BatchCall(ids[i], calls[i].name, dict(calls[i].arguments)) for i in to_run],
                 mode=self.mode,
                 stop_reason=assistant.stop_reason,
                 on_event=on_event,
                 timeout=self.batch_timeout,
             )
             for res in batch.results:
-                call = by_id[str(res.call_id)]
-                end(call, res.is_error)
-                ran[call.id] = ToolResultMessage(call.id, call.name, res.result)
+                i = position[str(res.call_id)]
+                end(i, res.is_error)
+                ran[i] = ToolResultMessage(calls[i].id, calls[i].name, res.result)
             terminate = batch.terminate and not local
-        out = [local[i] if i in local else ran[call.id] for i, call in enumerate(calls)]
+        out = [local[i] if i in local else ran[i] for i in range(len(calls))]
         return out, terminate
 
 

@@ -31,7 +31,13 @@ from .metacheck import meta_verdict
 if TYPE_CHECKING:
     import jsonschema
 
-__all__ = ["ArgumentSchema", "UnsupportedSchema", "json_equal"]
+__all__ = [
+    "ArgumentSchema",
+    "UnsupportedSchema",
+    "declared_properties",
+    "json_equal",
+    "object_root",
+]
 
 Check = Callable[[Any], bool]
 
@@ -512,6 +518,160 @@ def _plain_object(
     return generated
 
 
+# ---------------------------------------------------------------------------- the root
+
+
+_DEFS_REFS = ("#/$defs/", "#/definitions/")
+
+# Keywords whose meaning depends on their siblings in the same schema object: two
+# schema objects that both use one of a group cannot be merged into one object.
+_SIBLING_GROUPS = (
+    frozenset({"properties", "patternProperties", "additionalProperties"}),
+    frozenset({"prefixItems", "items", "additionalItems"}),
+    frozenset({"contains", "minContains", "maxContains"}),
+    frozenset({"if", "then", "else"}),
+)
+# Keywords that tie a schema object to its place (base URI, anchors, evaluation by
+# siblings): a ``$ref`` target using one is never moved to the root.
+_PLACE_BOUND = frozenset(
+    {"$id", "$anchor", "$dynamicAnchor", "$recursiveAnchor", "$schema", "$defs"}
+    | {"definitions", "unevaluatedProperties", "unevaluatedItems"}
+)
+
+
+def object_root(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with a root ``$ref`` into its own ``$defs``/``definitions`` inlined.
+
+    pydantic writes a recursive model as ``{"$defs": {"Node": {...}}, "$ref":
+    "#/$defs/Node"}``, and a raw schema may have the same shape; MCP wants ``type:
+    "object"`` at the root of an input schema (and clients look for ``properties``
+    there). The target's keywords are merged into the root, ``$defs`` kept as they are,
+    so every ``$ref`` inside still resolves and the schema accepts exactly the same
+    instances. Chains of such references are followed.
+
+    Merging is skipped (the schema returned as it is, plus ``type: "object"`` when the
+    reference's target requires an object) where it could change the meaning: the
+    target and the root both use keywords that depend on their siblings
+    (``properties``/``additionalProperties``, ``items``/``prefixItems``, ...), give the
+    same keyword different values (annotations excepted: the root's win), or the
+    target uses ``$id``, anchors, nested ``$defs`` or ``unevaluated*``. An empty
+    ``properties`` at the root (a placeholder) gives way to the target's.
+
+    The input is never changed; the result shares subschemas with it.
+    """
+    out = schema
+    seen: set[str] = set()
+    while True:
+        ref = out.get("$ref")
+        if type(ref) is not str or not ref.startswith(_DEFS_REFS) or ref in seen:
+            break
+        seen.add(ref)
+        try:
+            target = _resolve(schema, ref)
+        except UnsupportedSchema:
+            break
+        merged = _merged_root(out, target) if type(target) is dict else None
+        if merged is None:
+            break
+        out = merged
+    if "type" not in out and _ref_type(schema, out) == "object":
+        out = {"type": "object", **out}
+    return out
+
+
+def _merged_root(root: dict[str, Any], target: dict[str, Any]) -> dict[str, Any] | None:
+    """``root`` (minus its ``$ref``) and its ``$ref`` target as one schema object, or None
+    when the two cannot be merged without changing the meaning (see :func:`object_root`)."""
+    if _PLACE_BOUND.intersection(target):
+        return None
+    rest = {k: v for k, v in root.items() if k != "$ref"}
+    if rest.get("properties") == {} and "properties" in target:
+        del rest["properties"]
+    for group in _SIBLING_GROUPS:
+        if group.intersection(rest) and group.intersection(target):
+            return None
+    merged: dict[str, Any] = {"$schema": rest["$schema"]} if "$schema" in rest else {}
+    for key, value in target.items():
+        if key in rest and key not in _ANNOTATIONS and not json_equal(rest[key], value):
+            return None
+        merged[key] = value
+    merged.update(rest)
+    return merged
+
+
+def _ref_type(root: dict[str, Any], node: dict[str, Any]) -> Any:
+    """The ``type`` a chain of local ``$ref``s from ``node`` reaches (None if none)."""
+    seen: set[str] = set()
+    while "type" not in node:
+        ref = node.get("$ref")
+        if type(ref) is not str or ref in seen:
+            return None
+        seen.add(ref)
+        try:
+            node = _resolve(root, ref)
+        except UnsupportedSchema:
+            return None
+        if type(node) is not dict:
+            return None
+    return node["type"]
+
+
+# Keywords by which a schema object may admit, or make conditional, top-level fields
+# other than its ``properties``: with any of them in play the declared set is unknown.
+_OPEN_KEYWORDS = frozenset(
+    {"additionalProperties", "patternProperties", "unevaluatedProperties"}
+    | {"anyOf", "oneOf", "if", "then", "else", "dependentSchemas", "dependencies"}
+    | {"$dynamicRef", "$recursiveRef"}
+)
+
+
+def declared_properties(schema: Any) -> tuple[str, ...] | None:
+    """The top-level property names an object schema declares, in declaration order;
+    None when they cannot be known (so no field may be dropped as undeclared).
+
+    The names are collected from the root's ``properties`` and from every schema the
+    root applies to the same instance through a local ``$ref`` or ``allOf`` (followed
+    transitively, each reference once): a root ``{"$ref": "#/$defs/Node"}`` declares
+    Node's properties. None when none of them has ``properties``, when one may admit
+    other fields (``additionalProperties``, ``patternProperties``,
+    ``unevaluatedProperties``) or declares fields conditionally (``anyOf``, ``oneOf``,
+    ``if``, ``dependentSchemas``, dynamic references), or when a reference does not
+    resolve.
+    """
+    names: dict[str, None] = {}
+    found = False
+    pending: list[Any] = [schema]
+    seen: set[str] = set()
+    while pending:
+        node = pending.pop(0)
+        if node is True:
+            continue
+        if type(node) is not dict or _OPEN_KEYWORDS.intersection(node):
+            return None
+        props = node.get("properties")
+        if props is not None:
+            if type(props) is not dict:
+                return None
+            found = True
+            names.update(dict.fromkeys(props))
+        ref = node.get("$ref")
+        if ref is not None:
+            if type(ref) is not str:
+                return None
+            if ref not in seen:
+                seen.add(ref)
+                try:
+                    pending.append(_resolve(schema, ref))
+                except UnsupportedSchema:
+                    return None
+        arms = node.get("allOf")
+        if arms is not None:
+            if type(arms) is not list:
+                return None
+            pending.extend(arms)
+    return tuple(names) if found else None
+
+
 # ---------------------------------------------------------------------------- coercion
 
 
@@ -609,12 +769,11 @@ class ArgumentSchema:
         self._check: Check | None = None
         self._fast = True
         self._compiler: _Compiler | None = None
-        # Top-level fields that reach the handler: the declared ones, unless the schema
-        # itself admits others (an explicit additionalProperties, or patternProperties).
-        props = schema.get("properties")
-        admits_extra = "additionalProperties" in schema or "patternProperties" in schema
+        # Top-level fields that reach the handler: the declared ones (also through a
+        # root $ref or allOf), unless the schema itself may admit others.
+        self._order = declared_properties(schema)
         self.declared: frozenset[str] | None = (
-            None if admits_extra or type(props) is not dict else frozenset(props)
+            None if self._order is None else frozenset(self._order)
         )
 
     def _compile(self) -> Check:
@@ -725,7 +884,8 @@ class ArgumentSchema:
             found.append((path, _reason(err)))
         # Report in declaration order (top-level fields as the schema lists them).
         props = self.schema.get("properties")
-        order = {k: i for i, k in enumerate(props)} if type(props) is dict else {}
+        names = self._order if self._order is not None else props if type(props) is dict else ()
+        order = {k: i for i, k in enumerate(names)}
 
         def key(item: tuple[list[Any], str]) -> list[tuple[int, Any]]:
             out: list[tuple[int, Any]] = []

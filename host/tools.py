@@ -39,7 +39,7 @@ from typing import (
 
 from .context import ToolContext
 from .hints import MISSING, Param, is_typeddict, json_default, simple_schema, typeddict_fields
-from .schema import ArgumentSchema
+from .schema import ArgumentSchema, object_root
 
 if TYPE_CHECKING:
     from pydantic import BaseModel, TypeAdapter
@@ -623,9 +623,12 @@ def build_tool(fn: Callable[..., Any]) -> Tool:
                 f"Tool {name!r}: with input_schema the handler takes exactly one "
                 "parameter (the arguments dict) besides the context"
             )
-        if raw_schema.get("type") != "object":
+        # A root $ref into the schema's own $defs is inlined (what clients see then
+        # has the object at its root, as MCP asks); the schema means the same.
+        input_schema = object_root(raw_schema) if isinstance(raw_schema, dict) else {}
+        if input_schema.get("type") != "object":
             raise ToolDefinitionError(f"Tool {name!r}: input_schema must have type 'object'")
-        compiled = ArgumentSchema(raw_schema)
+        compiled = ArgumentSchema(input_schema)
         try:
             compiled.check_schema()
         except Exception as exc:  # jsonschema.SchemaError (imported lazily)
@@ -633,7 +636,6 @@ def build_tool(fn: Callable[..., Any]) -> Tool:
                 f"Tool {name!r}: invalid input_schema: {getattr(exc, 'message', exc)}"
             ) from exc
         validator = Arguments(compiled, "schema", param=params[0].name)
-        input_schema = raw_schema
     elif len(params) == 1 and _is_model(hints.get(params[0].name)):
         model = hints[params[0].name]
         input_schema = _clean_schema(model.model_json_schema())
@@ -774,7 +776,14 @@ def _output_schema(ret: Any) -> tuple[dict[str, Any] | None, TypeAdapter[Any] | 
 
 
 def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """Drop the auto-generated ``title`` members pydantic adds (noise for a model)."""
+    """pydantic's schema without its auto-generated ``title`` members (noise for a
+    model), with the object at the root.
+
+    A recursive model comes as ``{"$defs": {...}, "$ref": "#/$defs/Model"}``: the root
+    ``$ref`` is inlined (:func:`~toolwire.host.schema.object_root`). ``properties`` is
+    added (empty) only to a root that applies no other schema, so that it never stands
+    beside a ``$ref`` that declares the real ones.
+    """
 
     def walk(node: Any, in_properties: bool = False) -> Any:
         if isinstance(node, dict):
@@ -788,9 +797,9 @@ def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
             return [walk(v) for v in node]
         return node
 
-    cleaned: dict[str, Any] = walk(schema)
+    cleaned: dict[str, Any] = object_root(walk(schema))
     cleaned.setdefault("type", "object")
-    if cleaned.get("type") == "object":
+    if cleaned.get("type") == "object" and not {"$ref", "allOf"}.intersection(cleaned):
         cleaned.setdefault("properties", {})
     return cleaned
 

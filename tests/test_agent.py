@@ -258,8 +258,8 @@ async def test_results_come_in_source_order_paired_by_id_while_calls_overlap(
 
 
 @pytest.mark.parametrize("path", PATHS)
-async def test_calls_with_unusable_arguments_or_ids_do_not_run(tmp_path: Path, path: str) -> None:
-    m1, m2, m3 = (tmp_path / f"m{i}" for i in range(3))
+async def test_calls_with_unusable_arguments_do_not_run(tmp_path: Path, path: str) -> None:
+    m1, m2 = (tmp_path / f"m{i}" for i in range(2))
     message = AssistantMessage(
         "",
         [
@@ -270,7 +270,6 @@ async def test_calls_with_unusable_arguments_or_ids_do_not_run(tmp_path: Path, p
                 invalid_arguments="the arguments are not valid JSON (x)",
             ),
             ToolCall("b", "mark", {"path": str(m2)}),
-            ToolCall("b", "mark", {"path": str(m3)}),
             ToolCall("c", "nope", {}),
         ],
         "toolUse",
@@ -279,20 +278,61 @@ async def test_calls_with_unusable_arguments_or_ids_do_not_run(tmp_path: Path, p
     async with host(tmp_path, path) as c:
         run = run_agent(provider, c, user())
         events = await run.events()
-    assert (m1.exists(), m2.exists(), m3.exists()) == (False, True, False)
+    assert (m1.exists(), m2.exists()) == (False, True)
     results = [m for m in run.messages if isinstance(m, ToolResultMessage)]
     assert [(r.tool_call_id, r.is_error) for r in results] == [
         ("a", True),
         ("b", False),
-        ("b", True),
         ("c", True),
     ]
     assert "not valid JSON" in results[0].text
-    assert "used by another call" in results[2].text
-    assert "nope" in results[3].text
+    assert "nope" in results[2].text
     starts = [e.call_id for e in events if isinstance(e, ToolExecutionStart)]
     ends = [e.call_id for e in events if isinstance(e, ToolExecutionEnd)]
-    assert sorted(starts) == sorted(ends) == ["a", "b", "b", "c"]
+    assert sorted(starts) == sorted(ends) == ["a", "b", "c"]
+
+
+@pytest.mark.parametrize("path", PATHS)
+async def test_repeated_and_empty_call_ids_all_run_and_results_pair_by_position(
+    tmp_path: Path, path: str
+) -> None:
+    """A custom provider (no adapter deduplicating its ids) sends what llama.cpp and
+    Ollama send: ``call_0`` twice, and calls with no id. The first ``call_0`` waits for a
+    file only the second writes, so they overlap and finish in reverse order."""
+    door = tmp_path / "door"
+    marker = tmp_path / "marker"
+    message = calls(
+        ("call_0", "gate", {"path": str(door), "seconds": 30}),
+        ("call_0", "mark", {"path": str(door)}),
+        ("", "mark", {"path": str(marker), "text": "empty id"}),
+        ("", "say", {"text": "four"}),
+    )
+    provider = ScriptedProvider([message, AssistantMessage("done")])
+    async with host(tmp_path, path) as c:
+        run = run_agent(provider, c, user())
+        events = await run.events()
+    assert run.end_reason == "stop"
+    assert marker.read_text() == "empty id"
+    results = [m for m in run.new_messages if isinstance(m, ToolResultMessage)]
+    assert [(r.tool_call_id, r.tool_name, r.is_error, r.text) for r in results] == [
+        ("call_0", "gate", False, "opened"),
+        ("call_0", "mark", False, f"marked {door}"),
+        ("", "mark", False, f"marked {marker}"),
+        ("", "say", False, "four"),
+    ]
+    # The provider gets back its own message and ids, each result at its call's position.
+    sent_back = provider.requests[1].messages
+    assert sent_back[1] is message
+    assert [(m.tool_call_id, m.text) for m in sent_back[2:]] == [
+        (r.tool_call_id, r.text) for r in results
+    ]
+    # Every execution has its own id in the events: one start and one end each.
+    starts = [e.call_id for e in events if isinstance(e, ToolExecutionStart)]
+    ends = [e.call_id for e in events if isinstance(e, ToolExecutionEnd)]
+    assert len(set(starts)) == 4 and all(starts) and sorted(starts) == sorted(ends)
+    by_id = {e.call_id: e.name for e in events if isinstance(e, ToolExecutionStart)}
+    assert sorted(by_id.values()) == ["gate", "mark", "mark", "say"]
+    assert by_id["call_0"] == "gate"  # the first call keeps the provider's id
 
 
 @pytest.mark.parametrize("path", PATHS)
