@@ -46,6 +46,19 @@ from toolwire.errors import (
     REQUEST_TIMEOUT,
     JsonRpcError,
 )
+from toolwire.extensions import (
+    APPROVAL_CAPABILITY,
+    APPROVE,
+    CALL_BATCH,
+    CALL_ENDED,
+    CALL_PROGRESS,
+    CALL_STARTED,
+    EXTENSION_CAPABILITY,
+    ApprovalRequest,
+    BatchCall,
+    batch_terminates,
+    length_stop_text,
+)
 from toolwire.framing import Framing
 from toolwire.messages import RequestId
 from toolwire.models import (
@@ -68,12 +81,12 @@ from toolwire.modern import (
 )
 from toolwire.session import RequestContext, Session
 
-from .approval import APPROVAL_CAPABILITY, ApprovalCallback, ApprovalRequest, decide
+from .approval import ApprovalCallback, decide
 from .conversation import ResultView
 from .modern import Era, InputCallback, InputHandlers, initialize_from_discover
 
 if TYPE_CHECKING:
-    from .batch import BatchCall, BatchEventCallback, BatchMode, BatchResult
+    from .batch import BatchEventCallback, BatchMode, BatchResult
 
 __all__ = [
     "MODEL_ERROR_CODES",
@@ -339,9 +352,9 @@ class Client:
         self.capabilities: dict[str, Any] = dict(capabilities or {})
         self.on_approval = on_approval
         if on_approval is not None:
-            ours = dict(self.capabilities.get("toolwire") or {})
-            ours.update(APPROVAL_CAPABILITY["toolwire"])
-            self.capabilities["toolwire"] = ours
+            ours = dict(self.capabilities.get(EXTENSION_CAPABILITY) or {})
+            ours.update(APPROVAL_CAPABILITY[EXTENSION_CAPABILITY])
+            self.capabilities[EXTENSION_CAPABILITY] = ours
         self.framing: Framing = framing
         self.cancel_dialect: Literal["mcp", "lsp"] = cancel_dialect
         self.raise_on_protocol_error = raise_on_protocol_error
@@ -481,14 +494,14 @@ class Client:
                 "notifications/progress": self._on_progress,
                 "notifications/message": self._on_message,
                 "notifications/tools/list_changed": self._on_list_changed,
-                "notifications/toolwire/callStarted": self._on_call_started,
-                "notifications/toolwire/callProgress": self._on_call_progress,
-                "notifications/toolwire/callEnded": self._on_call_ended,
+                CALL_STARTED: self._on_call_started,
+                CALL_PROGRESS: self._on_call_progress,
+                CALL_ENDED: self._on_call_ended,
             }
         )
         session.request_handlers["ping"] = _answer_ping
         if self.on_approval is not None:
-            session.request_handlers["toolwire/approve"] = self._answer_approve
+            session.request_handlers[APPROVE] = self._answer_approve
         for method in ("elicitation/create", "sampling/createMessage", "roots/list"):
             if self.inputs.callback_for(method) is not None:
                 session.request_handlers[method] = self._answer_input
@@ -910,8 +923,6 @@ class Client:
                 -32001 on timeout, -32000 when the connection closed, -32603 for a
                 malformed answer.
         """
-        from .batch import BatchCall
-
         items = [BatchCall.of(c) for c in calls]
         if mode not in (None, "parallel", "sequential"):
             raise JsonRpcError(INVALID_PARAMS, f"unknown batch mode {mode!r}")
@@ -962,7 +973,7 @@ class Client:
 
             self._progress[token] = batch_progress
         try:
-            raw = await self._request("tools/callBatch", params, timeout)
+            raw = await self._request(CALL_BATCH, params, timeout)
         finally:
             if token is not None:
                 self._batch_listeners.pop(token, None)
@@ -990,7 +1001,6 @@ class Client:
         timeout: float | None,
     ) -> BatchResult:
         from .batch import (
-            LENGTH_NOT_RUN_MESSAGE,
             BatchEvent,
             BatchProgress,
             BatchResult,
@@ -1023,7 +1033,7 @@ class Client:
         if stop_reason == "length":
             for i, call in enumerate(items):
                 emit(CallStarted(call.id, call.name))
-                text = LENGTH_NOT_RUN_MESSAGE.format(name=call.name)
+                text = length_stop_text(call.name)
                 result = CallToolResult(content=[TextContent(text=text)], is_error=True)
                 done(i, ToolCallResult(call.id, call.name, result))
             return BatchResult([r for r in results if r is not None], False, emulated=True)
@@ -1055,7 +1065,7 @@ class Client:
                 REQUEST_TIMEOUT, f"Batch timed out after {timeout:g}s", {"timeout": timeout}
             ) from None
         final = [r for r in results if r is not None]
-        terminate = bool(final) and all(r.terminate and not r.is_error for r in final)
+        terminate = batch_terminates(r.to_wire() for r in final)
         return BatchResult(final, terminate, emulated=True)
 
     # ------------------------------------------------------------------ host → client requests

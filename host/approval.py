@@ -13,12 +13,13 @@ trusted).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from toolwire import _json
 from toolwire.errors import REQUEST_TIMEOUT, JsonRpcError
+from toolwire.extensions import APPROVE, ApprovalDecision, ApprovalRequest, declares_approval
 
 from .tools import Tool
 
@@ -27,17 +28,11 @@ if TYPE_CHECKING:
     from .server import HostServer
 
 __all__ = [
-    "APPROVE_METHOD",
-    "ApprovalDecision",
     "ApprovalPolicy",
     "approval_form",
     "approve_call",
     "decision_from_elicitation",
-    "parse_answer",
 ]
-
-APPROVE_METHOD = "toolwire/approve"
-"""The host→client request asking the client to approve one call."""
 
 
 @dataclass(frozen=True)
@@ -83,37 +78,6 @@ class ApprovalPolicy:
         return self.destructive and not tool.read_only
 
 
-@dataclass(frozen=True)
-class ApprovalDecision:
-    """The client's answer, checked.
-
-    Attributes:
-        allowed: True for ``"allow"``.
-        reason: the client's reason, if it gave one.
-        arguments: replacement arguments (validated again before use), or None.
-    """
-
-    allowed: bool
-    reason: str | None = None
-    arguments: dict[str, Any] | None = None
-
-
-def parse_answer(result: Any) -> ApprovalDecision | str:
-    """Check a ``toolwire/approve`` result; return the decision, or why it is malformed."""
-    if type(result) is not dict:
-        return "the answer is not an object"
-    decision = result.get("decision")
-    if decision not in ("allow", "deny"):
-        return f'\'decision\' must be "allow" or "deny", not {decision!r}'
-    reason = result.get("reason")
-    if reason is not None and type(reason) is not str:
-        return "'reason' must be a string"
-    arguments = result.get("arguments")
-    if arguments is not None and type(arguments) is not dict:
-        return "'arguments' must be an object"
-    return ApprovalDecision(decision == "allow", reason, arguments)
-
-
 def approval_form(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     """The ``elicitation/create`` params asking the user to approve one call: a form with
     ``decision`` ("allow" or "deny", required) and an optional ``reason``."""
@@ -138,29 +102,28 @@ def approval_form(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def decision_from_elicitation(answer: Any) -> ApprovalDecision | str:
-    """The decision in an ``elicitation/create`` result for :func:`approval_form`, or why
-    it is malformed. Declining or cancelling the form denies the call."""
+def decision_from_elicitation(answer: Any) -> ApprovalDecision:
+    """The decision in an ``elicitation/create`` result for :func:`approval_form`.
+    Declining or cancelling the form denies the call.
+
+    Raises:
+        ValueError: the answer is malformed; the message says why.
+    """
     if type(answer) is not dict:
-        return "the answer is not an object"
+        raise ValueError("the answer is not an object")
     action = answer.get("action")
     if action in ("decline", "cancel"):
         done = "declined" if action == "decline" else "cancelled"
         return ApprovalDecision(False, f"the user {done} the approval form")
     content = answer.get("content")
     if action != "accept" or type(content) is not dict:
-        return "the form was neither accepted with content, declined nor cancelled"
+        raise ValueError("the form was neither accepted with content, declined nor cancelled")
     reason = content.get("reason")
     reason = reason if type(reason) is str and reason.strip() else None
     decision = content.get("decision")
     if decision not in ("allow", "deny"):
-        return f'\'decision\' must be "allow" or "deny", not {decision!r}'
+        raise ValueError(f'\'decision\' must be "allow" or "deny", not {decision!r}')
     return ApprovalDecision(decision == "allow", reason)
-
-
-def _declares_approve(capabilities: dict[str, Any]) -> bool:
-    ext = capabilities.get("toolwire")
-    return type(ext) is dict and ext.get("approval") is True
 
 
 async def approve_call(
@@ -178,27 +141,25 @@ async def approve_call(
     """
     from .modern import current_round
 
-    params: dict[str, Any] = {"callId": call.id, "name": tool.name, "arguments": arguments}
-    annotations = tool.definition().get("annotations")
-    if annotations:
-        params["annotations"] = annotations
+    annotations = tool.definition().get("annotations") or {}
+    params = ApprovalRequest(call.id, tool.name, arguments, annotations).to_params()
     round = current_round()
     if round is not None:
         key = "approval" if call.batch_id is None else f"approval/{call.id}"
         caps = round.envelope.capabilities
-        if _declares_approve(caps):
-            answer = round.answer(key, APPROVE_METHOD, params, signed_only=True)
-            return _checked(parse_answer(answer))
+        if declares_approval(caps):
+            answer = round.answer(key, APPROVE, params, signed_only=True)
+            return _checked(ApprovalDecision.from_wire, answer)
         if round.envelope.declares("elicitation"):
             form = approval_form(tool.name, arguments)
             answer = round.answer(key, "elicitation/create", form, signed_only=True)
-            return _checked(decision_from_elicitation(answer))
+            return _checked(decision_from_elicitation, answer)
         return _cannot_ask(tool.name)
     session = server.session
     if session is None:
         return _cannot_ask(tool.name)
-    if _declares_approve(server.client_capabilities):
-        method, question = APPROVE_METHOD, params
+    if declares_approval(server.client_capabilities):
+        method, question = APPROVE, params
     elif type(server.client_capabilities.get("elicitation")) is dict:
         method, question = "elicitation/create", approval_form(tool.name, arguments)
     else:
@@ -212,15 +173,16 @@ async def approve_call(
                 f"{server.approval_timeout:g} seconds"
             )
         return f"Call denied: the approval request failed: {exc.message}"
-    if method == APPROVE_METHOD:
-        return _checked(parse_answer(answer))
-    return _checked(decision_from_elicitation(answer))
+    if method == APPROVE:
+        return _checked(ApprovalDecision.from_wire, answer)
+    return _checked(decision_from_elicitation, answer)
 
 
-def _checked(decision: ApprovalDecision | str) -> ApprovalDecision | str:
-    if isinstance(decision, str):
-        return f"Call denied: the client's approval answer is malformed: {decision}"
-    return decision
+def _checked(read: Callable[[Any], ApprovalDecision], answer: Any) -> ApprovalDecision | str:
+    try:
+        return read(answer)
+    except ValueError as exc:
+        return f"Call denied: the client's approval answer is malformed: {exc}"
 
 
 def _cannot_ask(name: str) -> str:

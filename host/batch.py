@@ -16,14 +16,20 @@ call's start, progress and end, and the batch's progress; nothing after the resp
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from toolwire.constants import TERMINATE_META_KEY
-from toolwire.errors import INVALID_PARAMS, JsonRpcError
-from toolwire.messages import RequestId, is_valid_id
+from toolwire.extensions import (
+    CALL_ENDED,
+    CALL_PROGRESS,
+    CALL_STARTED,
+    BatchCall,
+    batch_terminates,
+    length_stop_text,
+    parse_call_batch,
+)
+from toolwire.messages import RequestId
 from toolwire.session import RequestContext, progress_accepted
 
 from .context import ToolContext
@@ -36,92 +42,7 @@ if TYPE_CHECKING:
     from .modern import ModernCall
     from .server import HostServer
 
-__all__ = [
-    "CALL_ENDED",
-    "CALL_PROGRESS",
-    "CALL_STARTED",
-    "BatchCall",
-    "length_error_text",
-    "parse_batch",
-    "run_batch",
-]
-
-CALL_STARTED = "notifications/toolwire/callStarted"
-CALL_PROGRESS = "notifications/toolwire/callProgress"
-CALL_ENDED = "notifications/toolwire/callEnded"
-
-
-@dataclass(slots=True)
-class BatchCall:
-    """One entry of ``params.calls``, checked.
-
-    Attributes:
-        id: the call id (unique in the batch).
-        name: the tool name.
-        arguments: the arguments object (``{}`` when absent), or None when it was not
-            an object (that call gets an error result).
-    """
-
-    id: RequestId
-    name: str
-    arguments: dict[str, Any] | None
-
-
-def length_error_text(name: str) -> str:
-    """The error result text for a call not run because the model's output was cut off."""
-    return (
-        f'Tool call "{name}" was not executed: the model\'s output reached its length limit, '
-        "so its arguments may be incomplete. Issue the call again with complete arguments."
-    )
-
-
-def parse_batch(params: Any) -> tuple[list[BatchCall], bool, str | None]:
-    """Check the ``tools/callBatch`` envelope; returns ``(calls, sequential, stop_reason)``.
-
-    Raises:
-        JsonRpcError: -32602 for params that are not an object, ``calls`` not an array,
-            an entry that is not an object or lacks a string/integer ``id`` or a string
-            ``name``, duplicate ids, an unknown ``mode``, a ``stopReason`` that is not a
-            string.
-    """
-    if type(params) is not dict:
-        raise JsonRpcError(
-            INVALID_PARAMS, "tools/callBatch params must be an object {calls, mode?, stopReason?}"
-        )
-    calls = params.get("calls")
-    if type(calls) is not list:
-        raise JsonRpcError(INVALID_PARAMS, "tools/callBatch needs 'calls', an array")
-    mode = params.get("mode")
-    if mode is None:
-        mode = "parallel"
-    if mode not in ("parallel", "sequential"):
-        raise JsonRpcError(INVALID_PARAMS, f'Unknown mode {mode!r}: use "parallel" or "sequential"')
-    stop_reason = params.get("stopReason")
-    if stop_reason is not None and type(stop_reason) is not str:
-        raise JsonRpcError(INVALID_PARAMS, "'stopReason' must be a string")
-    out: list[BatchCall] = []
-    seen: set[RequestId] = set()
-    for i, entry in enumerate(calls):
-        if type(entry) is not dict:
-            raise JsonRpcError(
-                INVALID_PARAMS, f"calls[{i}] must be an object {{id, name, arguments?}}"
-            )
-        call_id = entry.get("id")
-        if not is_valid_id(call_id):
-            raise JsonRpcError(INVALID_PARAMS, f"calls[{i}].id must be a string or an integer")
-        if call_id in seen:
-            raise JsonRpcError(INVALID_PARAMS, f"Duplicate call id {call_id!r} in the batch")
-        seen.add(call_id)
-        name = entry.get("name")
-        if type(name) is not str:
-            raise JsonRpcError(INVALID_PARAMS, f"calls[{i}].name must be a string")
-        arguments = entry.get("arguments")
-        if arguments is None:
-            arguments = {}
-        elif type(arguments) is not dict:
-            arguments = None
-        out.append(BatchCall(call_id, name, arguments))
-    return out, mode == "sequential", stop_reason
+__all__ = ["run_batch"]
 
 
 class _CallProgress:
@@ -196,13 +117,15 @@ async def run_batch(
     """Serve one ``tools/callBatch`` request; returns ``{results, terminate?}``.
 
     Raises:
-        JsonRpcError: -32602 for a malformed envelope (see :func:`parse_batch`).
+        JsonRpcError: -32602 for a malformed envelope (see
+            :func:`toolwire.extensions.parse_call_batch`).
     """
-    calls, sequential, stop_reason = parse_batch(params)
+    request = parse_call_batch(params)
+    calls, sequential = request.calls, request.sequential
     run = _BatchRun(server, calls, rctx)
-    if stop_reason == "length":
+    if request.stop_reason == "length":
         for i, call in enumerate(calls):
-            run.immediate(i, error_result(length_error_text(call.name)))
+            run.immediate(i, error_result(length_stop_text(call.name)))
         return _batch_result(run)
 
     registry = server.registry
@@ -216,7 +139,7 @@ async def run_batch(
             continue
         if tool.execution_mode == "sequential":
             sequential = True
-        if call.arguments is None:
+        if i in request.malformed:
             run.immediate(i, error_result(f'Arguments of tool call "{call.id}" must be an object'))
             continue
         reporter = _CallProgress(run, call.id)
@@ -255,9 +178,6 @@ def _batch_result(run: _BatchRun) -> dict[str, Any]:
             for call, result in zip(run.calls, results, strict=True)
         ]
     }
-    if results and all(
-        r.get("isError") is not True and (r.get("_meta") or {}).get(TERMINATE_META_KEY) is True
-        for r in results
-    ):
+    if batch_terminates(results):
         out["terminate"] = True
     return out

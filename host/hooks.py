@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar, overload
 
-from toolwire.constants import DETAILS_META_KEY, TERMINATE_META_KEY
+from toolwire.extensions import DETAILS_META_KEY, TERMINATE_META_KEY
 from toolwire.messages import RequestId
 
 from .results import to_wire_content

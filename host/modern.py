@@ -35,6 +35,7 @@ import anyio
 
 from toolwire import _json
 from toolwire.errors import INVALID_PARAMS, METHOD_NOT_FOUND, JsonRpcError
+from toolwire.extensions import APPROVE, CALL_BATCH, EXTENSION_CAPABILITY
 from toolwire.messages import RequestId
 from toolwire.modern import (
     ACKNOWLEDGED,
@@ -138,7 +139,7 @@ class ModernServer:
             DISCOVER: self._discover,
             "tools/list": self._tools_list,
             "tools/call": self._tools_call,
-            "tools/callBatch": self._tools_call_batch,
+            CALL_BATCH: self._tools_call_batch,
             LISTEN: self._listen,
         }
         server.registry.on_change(self._tools_changed)
@@ -382,7 +383,7 @@ def _check_answer(method: str, answer: Any) -> bool:
         return answer.get("role") in ("user", "assistant") and "content" in answer
     if method == "roots/list":
         return type(answer.get("roots")) is list
-    return True  # toolwire/approve: parse_answer checks it
+    return True  # toolwire/approve: ApprovalDecision.from_wire checks it
 
 
 class InputRound:
@@ -409,7 +410,7 @@ class InputRound:
     ) -> None:
         self.envelope = envelope
         self.signer = signer
-        self.batch = method == "tools/callBatch"
+        self.batch = method == CALL_BATCH
         self.digest = request_digest(method, params)
         self.asked: dict[str, dict[str, Any]] = {}
         self.missing: dict[str, Any] = {}
@@ -443,7 +444,7 @@ class InputRound:
                 named in the verified ``requestState``); used for approvals, so a client
                 cannot approve a call before it was shown to its user.
         """
-        capability = "toolwire" if method == "toolwire/approve" else INPUT_METHODS[method]
+        capability = EXTENSION_CAPABILITY if method == APPROVE else INPUT_METHODS[method]
         if key in self.signed:
             answer = self.signed[key]
         elif key in self.responses and (not signed_only or key in self.asked_before):

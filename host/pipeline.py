@@ -17,7 +17,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .approval import ApprovalDecision, ApprovalPolicy
+from toolwire.extensions import ApprovalDecision
+
+from .approval import ApprovalPolicy
 from .context import ToolContext
 from .executor import Executor, format_argument_error
 from .hooks import Block, CallResult, HookError, HookSet, ResultPatch, ToolCall, call_hook

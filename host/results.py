@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolwire import _json
-from toolwire.constants import DETAILS_META_KEY, TERMINATE_META_KEY
+from toolwire.extensions import DETAILS_META_KEY, TERMINATE_META_KEY
 
 __all__ = [
     "ToolError",

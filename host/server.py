@@ -22,6 +22,7 @@ from toolwire.errors import (
     REQUEST_CANCELLED,
     JsonRpcError,
 )
+from toolwire.extensions import CALL_BATCH, ApprovalDecision, declares_approval
 from toolwire.session import (
     ABORT_WAIT,
     PARAMS_NOT_AN_OBJECT,
@@ -30,7 +31,7 @@ from toolwire.session import (
     Session,
 )
 
-from .approval import ApprovalDecision, ApprovalPolicy, approve_call
+from .approval import ApprovalPolicy, approve_call
 from .batch import run_batch
 from .context import LOG_LEVELS, ExecEnv, ToolContext
 from .executor import Executor
@@ -121,7 +122,7 @@ class HostServer:
             }
         )
         session.request_handlers["tools/call"] = self._tools_call
-        session.request_handlers["tools/callBatch"] = self._tools_call_batch
+        session.request_handlers[CALL_BATCH] = self._tools_call_batch
         session.notification_handlers.update(
             {
                 "notifications/initialized": self._on_initialized,
@@ -291,8 +292,7 @@ class HostServer:
     @property
     def client_approves(self) -> bool:
         """True when the client declared ``capabilities.toolwire.approval: true``."""
-        ext = self.client_capabilities.get("toolwire")
-        return type(ext) is dict and ext.get("approval") is True
+        return declares_approval(self.client_capabilities)
 
     async def ask_approval(
         self, call: ToolCall, tool: Tool, arguments: dict[str, Any]

@@ -37,6 +37,8 @@ from typing import (
     overload,
 )
 
+from toolwire.extensions import PROMPT_GUIDELINES_META_KEY, PROMPT_SNIPPET_META_KEY
+
 from .context import ToolContext
 from .hints import MISSING, Param, is_typeddict, json_default, simple_schema, typeddict_fields
 from .schema import ArgumentSchema, object_root
@@ -90,11 +92,6 @@ def check_tool_name(name: object) -> str:
 
 
 _TOOL_ATTR = "__toolwire_tool__"
-
-PROMPT_SNIPPET_META_KEY = "toolwire/promptSnippet"
-"""Definition ``_meta`` key holding a tool's one-line system-prompt snippet."""
-PROMPT_GUIDELINES_META_KEY = "toolwire/promptGuidelines"
-"""Definition ``_meta`` key holding a tool's list of system-prompt guideline lines."""
 
 
 class ToolDefinitionError(ValueError):

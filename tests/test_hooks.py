@@ -24,8 +24,9 @@ from toolwire.host import (
     loading,
     tool,
 )
-from toolwire.host.approval import parse_answer
 from toolwire.host.mutation import MutationQueue, mutation_keys
+
+from toolwire.extensions import ApprovalDecision
 
 pytestmark = pytest.mark.anyio
 
@@ -194,9 +195,11 @@ def test_approval_policy() -> None:
     assert marked(["all"]) == ["ro", "rw", "plain"]
     assert marked(["ro, plain"]) == ["ro", "plain"]
     assert marked(["ro", "destructive"]) == ["ro", "rw", "plain"]
-    assert parse_answer({"decision": "allow"}).allowed  # type: ignore[union-attr]
-    assert isinstance(parse_answer({"decision": "deny", "reason": 3}), str)
-    assert isinstance(parse_answer(None), str)
+    assert ApprovalDecision.from_wire({"decision": "allow"}).allowed
+    with pytest.raises(ValueError):
+        ApprovalDecision.from_wire({"decision": "deny", "reason": 3})
+    with pytest.raises(ValueError):
+        ApprovalDecision.from_wire(None)
 
 
 async def test_mutation_queue_is_fifo_per_key_and_forgets_idle_keys(tmp_path: Path) -> None:
