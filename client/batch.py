@@ -17,7 +17,7 @@ from typing import Literal
 from toolwire.extensions import BatchCall
 from toolwire.messages import RequestId
 
-from .client import Progress, ToolCallResult
+from .client import Progress, ToolReply
 
 __all__ = [
     "BatchCall",
@@ -47,11 +47,11 @@ class BatchResult:
             ran the calls as concurrent ``tools/call`` requests instead.
     """
 
-    results: list[ToolCallResult]
+    results: list[ToolReply]
     terminate: bool = False
     emulated: bool = False
 
-    def by_id(self) -> dict[RequestId, ToolCallResult]:
+    def by_id(self) -> dict[RequestId, ToolReply]:
         """The results keyed by call id."""
         return {r.call_id: r for r in self.results}
 

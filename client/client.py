@@ -96,7 +96,7 @@ __all__ = [
     "Progress",
     "ProgressCallback",
     "StderrMode",
-    "ToolCallResult",
+    "ToolReply",
     "host_command",
     "is_host_command",
 ]
@@ -192,7 +192,7 @@ class CallTimeout(JsonRpcError, TimeoutError):
 
 
 @dataclass(frozen=True, slots=True)
-class ToolCallResult(ResultView):
+class ToolReply(ResultView):
     """A ``tools/call`` result paired with the call's id.
 
     Attributes:
@@ -214,9 +214,7 @@ class ToolCallResult(ResultView):
         return dump(self.result)
 
     @classmethod
-    def from_protocol_error(
-        cls, call_id: RequestId, name: str, error: JsonRpcError
-    ) -> ToolCallResult:
+    def from_protocol_error(cls, call_id: RequestId, name: str, error: JsonRpcError) -> ToolReply:
         """An error result whose text is ``error.message``."""
         result = CallToolResult(content=[TextContent(text=error.message)], is_error=True)
         return cls(call_id, name, result, error)
@@ -825,7 +823,7 @@ class Client:
         timeout: float | None = None,
         raise_on_protocol_error: bool | None = None,
         meta: Mapping[str, Any] | None = None,
-    ) -> ToolCallResult:
+    ) -> ToolReply:
         """Call a tool and wait for its result.
 
         Args:
@@ -874,7 +872,7 @@ class Client:
             if raise_on_protocol_error is not None:
                 raise_it = raise_on_protocol_error
             if exc.code in MODEL_ERROR_CODES and not raise_it:
-                return ToolCallResult.from_protocol_error(call_id, name, exc)
+                return ToolReply.from_protocol_error(call_id, name, exc)
             raise
         finally:
             if token is not None:
@@ -883,7 +881,7 @@ class Client:
             result = CallToolResult.model_validate(raw)
         except ValidationError as exc:
             raise JsonRpcError(INTERNAL_ERROR, f"malformed tools/call result: {exc}") from None
-        return ToolCallResult(call_id, name, result)
+        return ToolReply(call_id, name, result)
 
     async def call_batch(
         self,
@@ -987,7 +985,7 @@ class Client:
                 if entry.get("id") != call.id:
                     raise ValueError(f"result for id {entry.get('id')!r} where {call.id!r} was due")
                 res = CallToolResult.model_validate(entry["result"])
-                results.append(ToolCallResult(call.id, str(entry.get("name", call.name)), res))
+                results.append(ToolReply(call.id, str(entry.get("name", call.name)), res))
         except (KeyError, TypeError, AttributeError, ValueError, ValidationError) as exc:
             raise JsonRpcError(INTERNAL_ERROR, f"malformed tools/callBatch result: {exc}") from None
         return BatchResult(results, bool(raw.get("terminate")))
@@ -1014,7 +1012,7 @@ class Client:
             raise JsonRpcError(INVALID_PARAMS, "the ids of a batch's calls must be unique")
         total = len(items)
         finished = 0
-        results: list[ToolCallResult | None] = [None] * total
+        results: list[ToolReply | None] = [None] * total
 
         def emit(event: BatchEvent) -> None:
             if on_event is not None:
@@ -1023,7 +1021,7 @@ class Client:
                 except Exception:
                     log.exception("batch event callback failed")
 
-        def done(i: int, res: ToolCallResult) -> None:
+        def done(i: int, res: ToolReply) -> None:
             nonlocal finished
             results[i] = res
             finished += 1
@@ -1035,7 +1033,7 @@ class Client:
                 emit(CallStarted(call.id, call.name))
                 text = length_stop_text(call.name)
                 result = CallToolResult(content=[TextContent(text=text)], is_error=True)
-                done(i, ToolCallResult(call.id, call.name, result))
+                done(i, ToolReply(call.id, call.name, result))
             return BatchResult([r for r in results if r is not None], False, emulated=True)
 
         async def run_one(i: int, call: BatchCall) -> None:
@@ -1049,7 +1047,7 @@ class Client:
             res = await self.call_tool(
                 call.name, call.arguments, on_progress=on_progress, raise_on_protocol_error=False
             )
-            done(i, ToolCallResult(call.id, call.name, res.result, res.protocol_error))
+            done(i, ToolReply(call.id, call.name, res.result, res.protocol_error))
 
         try:
             with anyio.fail_after(timeout):

@@ -24,7 +24,7 @@ from toolwire.extensions import APPROVE, ApprovalDecision, ApprovalRequest, decl
 from .tools import Tool
 
 if TYPE_CHECKING:
-    from .hooks import ToolCall
+    from .hooks import IncomingCall
     from .server import HostServer
 
 __all__ = [
@@ -127,7 +127,7 @@ def decision_from_elicitation(answer: Any) -> ApprovalDecision:
 
 
 async def approve_call(
-    server: HostServer, call: ToolCall, tool: Tool, arguments: dict[str, Any]
+    server: HostServer, call: IncomingCall, tool: Tool, arguments: dict[str, Any]
 ) -> ApprovalDecision | str:
     """Ask the client to approve one call; returns its decision, or the text of a denial
     the host made itself.

@@ -33,7 +33,7 @@ from toolwire.messages import RequestId
 from toolwire.session import RequestContext, progress_accepted
 
 from .context import ToolContext
-from .hooks import ToolCall
+from .hooks import IncomingCall
 from .modern import InputNeeded
 from .pipeline import Prepared
 from .results import error_result
@@ -147,7 +147,7 @@ async def run_batch(
         ctx = ToolContext(call.id, call.name, server.env, server, reporter, modern)
         try:
             outcome = await pipeline.preflight(
-                tool, ToolCall(call.id, call.name, call.arguments, rctx.id), ctx
+                tool, IncomingCall(call.id, call.name, call.arguments, rctx.id), ctx
             )
         except InputNeeded:
             # 2026-07-28: an approval to ask; the other calls are asked in the same round.

@@ -46,14 +46,15 @@ class ExecEnv:
         cwd: the directory relative paths and commands start from (inside ``root``).
         default_timeout: seconds a shell command may run when its call gives no
             timeout; None means no limit.
-        env: extra environment variables for processes tools start.
+        extra_env: extra environment variables for processes tools start (added to,
+            or in a sandbox to the allowed part of, the host's environment).
         sandbox: the sandbox processes run in (None: not configured, run directly).
     """
 
     root: Path
     cwd: Path
     default_timeout: float | None = None
-    env: dict[str, str] = field(default_factory=dict)
+    extra_env: dict[str, str] = field(default_factory=dict)
     sandbox: Sandbox | None = None
 
     @classmethod

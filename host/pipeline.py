@@ -22,15 +22,15 @@ from toolwire.extensions import ApprovalDecision
 from .approval import ApprovalPolicy
 from .context import ToolContext
 from .executor import Executor, format_argument_error
-from .hooks import Block, CallResult, HookError, HookSet, ResultPatch, ToolCall, call_hook
-from .results import error_result
+from .hooks import Block, HookError, HookSet, IncomingCall, ResultPatch, call_hook
+from .results import ToolResult, error_result
 from .tools import ArgumentError, Tool
 
 __all__ = ["Approver", "Pipeline", "Prepared"]
 
 log = logging.getLogger("toolwire.pipeline")
 
-Approver = Callable[[ToolCall, Tool, dict[str, Any]], Awaitable[ApprovalDecision | str]]
+Approver = Callable[[IncomingCall, Tool, dict[str, Any]], Awaitable[ApprovalDecision | str]]
 """``await approver(call, tool, args)``: the client's decision, or the text of a denial
 the host made itself (no capability, no answer in time, a malformed answer)."""
 
@@ -48,7 +48,7 @@ class Prepared:
     """
 
     tool: Tool
-    call: ToolCall
+    call: IncomingCall
     ctx: ToolContext
     args: dict[str, Any]
     kwargs: dict[str, Any]
@@ -76,7 +76,7 @@ class Pipeline:
         self.policy = policy if policy is not None else ApprovalPolicy()
         self.approver = approver
 
-    async def run(self, tool: Tool, call: ToolCall, ctx: ToolContext) -> dict[str, Any]:
+    async def run(self, tool: Tool, call: IncomingCall, ctx: ToolContext) -> dict[str, Any]:
         """Preflight and execute one call; return its wire ``CallToolResult``."""
         hooks = self.hooks
         if (
@@ -98,7 +98,7 @@ class Pipeline:
         return await self.execute(prepared)
 
     async def preflight(
-        self, tool: Tool, call: ToolCall, ctx: ToolContext
+        self, tool: Tool, call: IncomingCall, ctx: ToolContext
     ) -> Prepared | dict[str, Any]:
         """Everything before the handler runs; returns the call ready to run, or its
         error result. Never raises for the call's own failures."""
@@ -181,7 +181,7 @@ class Pipeline:
         if hooks.after:
             afters = hooks.after_for(tool.name)
             if afters:
-                view = CallResult.from_wire(result)
+                view = ToolResult.from_wire(result)
                 for hook in afters:
                     try:
                         patch = await call_hook(hook, p.call, p.args, view, p.ctx)

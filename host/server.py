@@ -35,7 +35,7 @@ from .approval import ApprovalPolicy, approve_call
 from .batch import run_batch
 from .context import LOG_LEVELS, ExecEnv, ToolContext
 from .executor import Executor
-from .hooks import ToolCall
+from .hooks import IncomingCall
 from .modern import ModernCall, ModernServer
 from .pipeline import Pipeline
 from .registry import Registry
@@ -282,7 +282,7 @@ class HostServer:
         elif type(arguments) is not dict:
             raise JsonRpcError(INVALID_PARAMS, "'arguments' must be an object")
         ctx = ToolContext(rctx.id, name, self.env, self, rctx, modern)
-        return await self.pipeline.run(tool, ToolCall(rctx.id, name, arguments), ctx)
+        return await self.pipeline.run(tool, IncomingCall(rctx.id, name, arguments), ctx)
 
     async def _tools_call_batch(self, params: Any, rctx: RequestContext) -> dict[str, Any]:
         return await run_batch(self, params, rctx)
@@ -295,7 +295,7 @@ class HostServer:
         return declares_approval(self.client_capabilities)
 
     async def ask_approval(
-        self, call: ToolCall, tool: Tool, arguments: dict[str, Any]
+        self, call: IncomingCall, tool: Tool, arguments: dict[str, Any]
     ) -> ApprovalDecision | str:
         """Ask the client (``toolwire/approve``, else an elicitation form, in either
         era); see :func:`toolwire.host.approval.approve_call`."""

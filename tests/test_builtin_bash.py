@@ -80,7 +80,7 @@ async def test_missing_cwd(tmp_path: Path) -> None:
 
 
 async def test_env_variables_passed(tmp_path: Path) -> None:
-    r = await call(tmp_path, "bash", {"command": "echo $TW_TEST"}, env={"TW_TEST": "hi"})
+    r = await call(tmp_path, "bash", {"command": "echo $TW_TEST"}, extra_env={"TW_TEST": "hi"})
     assert text(r) == "hi"
 
 
