@@ -15,17 +15,26 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from toolwire import _json
 from toolwire.errors import REQUEST_TIMEOUT, JsonRpcError
 from toolwire.extensions import APPROVE, ApprovalDecision, ApprovalRequest, declares_approval
 
+from .channel import LegacyPeer
+from .rounds import current_round
 from .tools import Tool
 
 if TYPE_CHECKING:
     from .hooks import IncomingCall
-    from .server import HostServer
+
+
+class ApprovalPeer(LegacyPeer, Protocol):
+    """What asking for approval needs of the 2025-11-25 connection (the host server)."""
+
+    @property
+    def approval_timeout(self) -> float: ...
+
 
 __all__ = [
     "ApprovalPolicy",
@@ -127,7 +136,7 @@ def decision_from_elicitation(answer: Any) -> ApprovalDecision:
 
 
 async def approve_call(
-    server: HostServer, call: IncomingCall, tool: Tool, arguments: dict[str, Any]
+    server: ApprovalPeer, call: IncomingCall, tool: Tool, arguments: dict[str, Any]
 ) -> ApprovalDecision | str:
     """Ask the client to approve one call; returns its decision, or the text of a denial
     the host made itself.
@@ -135,12 +144,10 @@ async def approve_call(
     Order: ``toolwire/approve`` when the client declared it, else a standard elicitation
     form when it declared ``elicitation``, else a denial saying the client can do
     neither. In 2026-07-28 (a call served under an input round) the question becomes an
-    input request: this raises :class:`~toolwire.host.modern.InputNeeded` until the retry
+    input request: this raises :class:`~toolwire.host.rounds.InputNeeded` until the retry
     brings the answer (accepted only for a question this host asked, proven by the
     signed ``requestState``).
     """
-    from .modern import current_round
-
     annotations = tool.definition().get("annotations") or {}
     params = ApprovalRequest(call.id, tool.name, arguments, annotations).to_params()
     round = current_round()

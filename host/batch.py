@@ -16,7 +16,8 @@ call's start, progress and end, and the batch's progress; nothing after the resp
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 import anyio
 
@@ -32,51 +33,62 @@ from toolwire.extensions import (
 from toolwire.messages import RequestId
 from toolwire.session import RequestContext, progress_accepted
 
-from .context import ToolContext
+from .channel import CallChannel
+from .context import ExecEnv, ToolContext
 from .hooks import IncomingCall
-from .modern import InputNeeded
-from .pipeline import Prepared
+from .pipeline import Pipeline, Prepared
+from .registry import Registry
 from .results import error_result
-
-if TYPE_CHECKING:
-    from .modern import ModernCall
-    from .server import HostServer
+from .rounds import InputNeeded
 
 __all__ = ["run_batch"]
 
 
-class _CallProgress:
-    """Stands in for a call's request context: its progress becomes ``callProgress``."""
+class _BatchCallChannel(CallChannel):
+    """The channel of one call of a batch: its progress becomes ``callProgress``; log,
+    drain and questions go through the channel of the call's kind (``base``)."""
 
-    __slots__ = ("_batch", "_call_id", "_last", "done")
+    __slots__ = ("_base", "_batch", "_call_id", "_last", "done")
 
-    def __init__(self, batch: _BatchRun, call_id: RequestId) -> None:
+    def __init__(self, base: CallChannel, batch: _BatchRun, call_id: RequestId) -> None:
+        self._base = base
         self._batch = batch
         self._call_id = call_id
         self._last: float | None = None
         self.done = False
 
-    def report_progress(
-        self, progress: float, total: float | None = None, message: str | None = None
-    ) -> bool:
+    @property
+    def client_capabilities(self) -> dict[str, Any]:
+        return self._base.client_capabilities
+
+    def progress(self, progress: float, total: float | None, message: str | None) -> None:
         if self.done or not progress_accepted(self._last, progress, total):
-            return False
+            return
         self._last = progress
         params: dict[str, Any] = {"callId": self._call_id, "progress": progress}
         if total is not None:
             params["total"] = total
         if message is not None:
             params["message"] = message
-        return self._batch.notify(CALL_PROGRESS, params)
+        self._batch.notify(CALL_PROGRESS, params)
+
+    def log(self, level: str, data: Any, logger: str | None) -> None:
+        self._base.log(level, data, logger)
+
+    async def drain(self) -> None:
+        await self._base.drain()
+
+    async def ask(self, method: str, params: dict[str, Any], key: str) -> Any:
+        return await self._base.ask(method, params, key)
 
 
 class _BatchRun:
-    def __init__(self, server: HostServer, calls: list[BatchCall], rctx: RequestContext) -> None:
-        self.server = server
+    def __init__(self, pipeline: Pipeline, calls: list[BatchCall], rctx: RequestContext) -> None:
+        self.pipeline = pipeline
         self.calls = calls
         self.rctx = rctx
         self.results: list[dict[str, Any] | None] = [None] * len(calls)
-        self.progress: list[_CallProgress | None] = [None] * len(calls)
+        self.progress: list[_BatchCallChannel | None] = [None] * len(calls)
         self.finished = 0
 
     def notify(self, method: str, params: dict[str, Any]) -> bool:
@@ -107,14 +119,29 @@ class _BatchRun:
 
     async def execute(self, i: int, prepared: Prepared) -> None:
         self.started(i)
-        result = await self.server.pipeline.execute(prepared)
+        result = await self.pipeline.execute(prepared)
         self.ended(i, result)
 
 
 async def run_batch(
-    server: HostServer, params: Any, rctx: RequestContext, modern: ModernCall | None = None
+    params: Any,
+    rctx: RequestContext,
+    *,
+    registry: Registry,
+    pipeline: Pipeline,
+    env: ExecEnv,
+    channel_for: Callable[[RequestId], CallChannel],
 ) -> dict[str, Any]:
     """Serve one ``tools/callBatch`` request; returns ``{results, terminate?}``.
+
+    Args:
+        params: the request's params.
+        rctx: the request (its progress token carries the per-call notifications).
+        registry: where the calls' tools are looked up.
+        pipeline: preflight and execution of each call.
+        env: the environment the tools act in.
+        channel_for: the channel of the request's kind for one call id (log, drain,
+            questions); the batch adds its own progress reporting on top.
 
     Raises:
         JsonRpcError: -32602 for a malformed envelope (see
@@ -122,14 +149,12 @@ async def run_batch(
     """
     request = parse_call_batch(params)
     calls, sequential = request.calls, request.sequential
-    run = _BatchRun(server, calls, rctx)
+    run = _BatchRun(pipeline, calls, rctx)
     if request.stop_reason == "length":
         for i, call in enumerate(calls):
             run.immediate(i, error_result(length_stop_text(call.name)))
         return _batch_result(run)
 
-    registry = server.registry
-    pipeline = server.pipeline
     ready: list[tuple[int, Prepared]] = []
     asking = False
     for i, call in enumerate(calls):
@@ -142,9 +167,9 @@ async def run_batch(
         if i in request.malformed:
             run.immediate(i, error_result(f'Arguments of tool call "{call.id}" must be an object'))
             continue
-        reporter = _CallProgress(run, call.id)
-        run.progress[i] = reporter
-        ctx = ToolContext(call.id, call.name, server.env, server, reporter, modern)
+        channel = _BatchCallChannel(channel_for(call.id), run, call.id)
+        run.progress[i] = channel
+        ctx = ToolContext(call.id, call.name, env, channel)
         try:
             outcome = await pipeline.preflight(
                 tool, IncomingCall(call.id, call.name, call.arguments, rctx.id), ctx

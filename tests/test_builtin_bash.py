@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from toolwire.host import ExecEnv, Executor, ToolContext
 from toolwire.host.builtins.bash import OutputCollector
+from toolwire.host.channel import CallChannel
 from toolwire.host.truncate import MAX_BYTES
 
 from tests.e2e_helpers import PROMPT, exits_within
@@ -154,11 +155,11 @@ def test_collector_counts_whole_output_beyond_window() -> None:
     os.unlink(c.file_path)
 
 
-class _Progress:
+class _Progress(CallChannel):
     def __init__(self) -> None:
         self.reports: list[tuple[float, str | None]] = []
 
-    def report_progress(self, progress: float, total: float | None, message: str | None) -> None:
+    def progress(self, progress: float, total: float | None, message: str | None) -> None:
         self.reports.append((progress, message))
 
 
@@ -166,7 +167,7 @@ async def test_progress_is_throttled_and_increasing(tmp_path: Path) -> None:
     from tests.test_builtin_support import TOOLS
 
     rec = _Progress()
-    ctx = ToolContext("p", "bash", ExecEnv.at(tmp_path), request=rec)
+    ctx = ToolContext("p", "bash", ExecEnv.at(tmp_path), rec)
     cmd = "for i in $(seq 5000); do echo line$i; done; sleep 0.3; echo last"
     r = await Executor().run(TOOLS["bash"], {"command": cmd}, ctx)
     assert not is_error(r)
