@@ -37,7 +37,9 @@ class ApprovalPeer(LegacyPeer, Protocol):
 
 
 __all__ = [
+    "ApprovalPeer",
     "ApprovalPolicy",
+    "HostDenial",
     "approval_form",
     "approve_call",
     "decision_from_elicitation",
@@ -85,6 +87,18 @@ class ApprovalPolicy:
         if self.everything or tool.name in self.names:
             return True
         return self.destructive and not tool.read_only
+
+
+@dataclass(frozen=True)
+class HostDenial:
+    """A call the host denied itself, without a decision from the client (the client
+    cannot be asked, did not answer in time, or answered malformed).
+
+    Attributes:
+        message: the denied call's error result text.
+    """
+
+    message: str
 
 
 def approval_form(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -137,9 +151,9 @@ def decision_from_elicitation(answer: Any) -> ApprovalDecision:
 
 async def approve_call(
     server: ApprovalPeer, call: IncomingCall, tool: Tool, arguments: dict[str, Any]
-) -> ApprovalDecision | str:
-    """Ask the client to approve one call; returns its decision, or the text of a denial
-    the host made itself.
+) -> ApprovalDecision | HostDenial:
+    """Ask the client to approve one call; returns its decision, or a denial the host
+    made itself.
 
     Order: ``toolwire/approve`` when the client declared it, else a standard elicitation
     form when it declared ``elicitation``, else a denial saying the client can do
@@ -175,25 +189,25 @@ async def approve_call(
         answer = await session.request(method, question, timeout=server.approval_timeout)
     except JsonRpcError as exc:
         if exc.code == REQUEST_TIMEOUT:
-            return (
+            return HostDenial(
                 "Call denied: the client did not answer the approval request within "
                 f"{server.approval_timeout:g} seconds"
             )
-        return f"Call denied: the approval request failed: {exc.message}"
+        return HostDenial(f"Call denied: the approval request failed: {exc.message}")
     if method == APPROVE:
         return _checked(ApprovalDecision.from_wire, answer)
     return _checked(decision_from_elicitation, answer)
 
 
-def _checked(read: Callable[[Any], ApprovalDecision], answer: Any) -> ApprovalDecision | str:
+def _checked(read: Callable[[Any], ApprovalDecision], answer: Any) -> ApprovalDecision | HostDenial:
     try:
         return read(answer)
     except ValueError as exc:
-        return f"Call denied: the client's approval answer is malformed: {exc}"
+        return HostDenial(f"Call denied: the client's approval answer is malformed: {exc}")
 
 
-def _cannot_ask(name: str) -> str:
-    return (
+def _cannot_ask(name: str) -> HostDenial:
+    return HostDenial(
         f'Call denied: tool "{name}" needs the client\'s approval, but the client declared '
         'neither {"toolwire": {"approval": true}} nor "elicitation", so it cannot be asked'
     )

@@ -36,7 +36,7 @@ from toolwire.session import RequestContext, progress_accepted
 from .channel import CallChannel
 from .context import ExecEnv, ToolContext
 from .hooks import IncomingCall
-from .pipeline import Pipeline, Prepared
+from .pipeline import Pipeline, Prepared, Refused
 from .registry import Registry
 from .results import error_result
 from .rounds import InputNeeded
@@ -178,10 +178,10 @@ async def run_batch(
             # 2026-07-28: an approval to ask; the other calls are asked in the same round.
             asking = True
             continue
-        if isinstance(outcome, Prepared):
-            ready.append((i, outcome))
+        if isinstance(outcome, Refused):
+            run.immediate(i, outcome.result)
         else:
-            run.immediate(i, outcome)
+            ready.append((i, outcome))
 
     if asking:
         return {}  # nothing runs; the input-required result replaces this (host/modern.py)

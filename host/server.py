@@ -31,7 +31,7 @@ from toolwire.session import (
     Session,
 )
 
-from .approval import ApprovalPolicy, approve_call
+from .approval import ApprovalPolicy, HostDenial, approve_call
 from .batch import run_batch
 from .channel import LOG_LEVELS, LegacyChannel, ModernCall, ModernChannel, log_params
 from .context import ExecEnv, ToolContext
@@ -316,7 +316,7 @@ class HostServer:
 
     async def ask_approval(
         self, call: IncomingCall, tool: Tool, arguments: dict[str, Any]
-    ) -> ApprovalDecision | str:
+    ) -> ApprovalDecision | HostDenial:
         """Ask the client (``toolwire/approve``, else an elicitation form, in either
         era); see :func:`toolwire.host.approval.approve_call`."""
         return await approve_call(self, call, tool, arguments)

@@ -53,6 +53,7 @@ __all__ = [
     "TOOL_NAME_RE",
     "ArgumentError",
     "Arguments",
+    "CheckedArguments",
     "Tool",
     "ToolDefinitionError",
     "check_tool_name",
@@ -117,12 +118,44 @@ class ArgumentError(Exception):
 Converter = Callable[[Any], Any]
 
 
+class CheckedArguments:
+    """Arguments that passed a tool's input schema.
+
+    Attributes:
+        arguments: the checked JSON arguments (coerced where needed, undeclared
+            top-level fields dropped): what hooks, approval and the mutation queue see.
+    """
+
+    __slots__ = ("_convert", "_kwargs", "arguments")
+
+    def __init__(
+        self,
+        arguments: dict[str, Any],
+        kwargs: dict[str, Any] | None,
+        convert: Callable[[dict[str, Any]], dict[str, Any]],
+    ) -> None:
+        self.arguments = arguments
+        self._kwargs = kwargs
+        self._convert = convert
+
+    def kwargs(self) -> dict[str, Any]:
+        """The handler's keyword arguments (context excluded), converted once.
+
+        Raises:
+            ArgumentError: a value the schema admits but the parameter type refuses
+                (a pydantic validator, a malformed datetime, ...).
+        """
+        if self._kwargs is None:
+            self._kwargs = self._convert(self.arguments)
+        return self._kwargs
+
+
 class Arguments:
     """How one tool's arguments are checked and handed to its handler.
 
     The input schema is the single source for all three declaration styles: arguments
-    are checked against it (:meth:`check`), and only then turned into the handler's
-    keyword arguments (:meth:`to_kwargs`), converting values only where the parameter
+    are checked against it, and only then turned into the handler's keyword arguments
+    (:meth:`CheckedArguments.kwargs`), converting values only where the parameter
     type needs a Python object (a pydantic model, an enum, a datetime, ...).
 
     Attributes:
@@ -131,7 +164,7 @@ class Arguments:
     """
 
     __slots__ = (
-        "check_convert",
+        "_fast",
         "converters",
         "field_defaults",
         "model",
@@ -161,34 +194,44 @@ class Arguments:
         self.param = param
         # The fast path is built at the first call (a host with many tools builds only
         # the ones that are called).
-        self.check_convert: Callable[[Any], tuple[dict[str, Any], dict[str, Any]]] = (
-            self._first_check_convert
-        )
+        self._fast: Callable[[Any], CheckedArguments] = self._first_check
 
-    def _first_check_convert(self, arguments: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-        self.check_convert = self._fast_path()
-        return self.check_convert(arguments)
+    def check(self, arguments: Any) -> CheckedArguments:
+        """Check ``arguments`` against the input schema (the one validator entry point).
 
-    def _slow_check_convert(self, arguments: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-        checked = self.check(arguments)
-        return checked, self.to_kwargs(checked)
+        Valid arguments are used as they are (minus undeclared top-level fields);
+        otherwise a coerced copy is made (:meth:`ArgumentSchema.coerce`) and checked
+        again. The input is never changed.
 
-    def _fast_path(self) -> Callable[[Any], tuple[dict[str, Any], dict[str, Any]]]:
-        """``check_convert(arguments) -> (checked, kwargs)``: for valid arguments of the
-        common shapes, one compiled check, one key test and one dict; else the full
-        :meth:`check` and :meth:`to_kwargs`."""
+        Raises:
+            ArgumentError: the (coerced) arguments still fail; every failing path listed.
+        """
+        return self._fast(arguments)
+
+    def _first_check(self, arguments: Any) -> CheckedArguments:
+        self._fast = self._fast_path()
+        return self._fast(arguments)
+
+    def _slow_check(self, arguments: Any) -> CheckedArguments:
+        return CheckedArguments(self._check_json(arguments), None, self._convert)
+
+    def _fast_path(self) -> Callable[[Any], CheckedArguments]:
+        """The check for this tool: for valid arguments of the common shapes, one
+        compiled check, one key test and one dict (keyword arguments made at once);
+        else the full :meth:`_check_json`, converting on demand."""
         is_valid = self.schema.is_valid
         declared = self.schema.declared
-        slow = self._slow_check_convert
+        slow = self._slow_check
+        convert = self._convert
         if self.style == "hints" and not self.converters and not self.field_defaults:
             if declared is None:
                 return slow
             only_declared = declared.issuperset
 
-            def hints(arguments: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+            def hints(arguments: Any) -> CheckedArguments:
                 try:
                     if is_valid(arguments) and only_declared(arguments):
-                        return arguments, dict(arguments)
+                        return CheckedArguments(arguments, dict(arguments), convert)
                 except RecursionError:
                     pass
                 return slow(arguments)
@@ -198,14 +241,14 @@ class Arguments:
             param = self.param
             only = declared.issuperset if declared is not None else None
 
-            def raw(arguments: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+            def raw(arguments: Any) -> CheckedArguments:
                 try:
                     if (
                         is_valid(arguments)
                         and type(arguments) is dict
                         and (only is None or only(arguments))
                     ):
-                        return arguments, {param: arguments}
+                        return CheckedArguments(arguments, {param: arguments}, convert)
                 except RecursionError:
                     pass
                 return slow(arguments)
@@ -213,16 +256,8 @@ class Arguments:
             return raw
         return slow
 
-    def check(self, arguments: Any) -> dict[str, Any]:
-        """Check ``arguments`` against the input schema; return the arguments to use.
-
-        Valid arguments are returned as they are (minus undeclared top-level fields);
-        otherwise a coerced copy is made (:meth:`ArgumentSchema.coerce`) and checked
-        again. The input is never changed.
-
-        Raises:
-            ArgumentError: the (coerced) arguments still fail; every failing path listed.
-        """
+    def _check_json(self, arguments: Any) -> dict[str, Any]:
+        """The checked JSON arguments (see :meth:`check`)."""
         schema = self.schema
         try:
             ok = schema.is_valid(arguments)
@@ -247,7 +282,7 @@ class Arguments:
             checked = {k: v for k, v in checked.items() if k in declared}
         return checked
 
-    def to_kwargs(self, arguments: dict[str, Any]) -> dict[str, Any]:
+    def _convert(self, arguments: dict[str, Any]) -> dict[str, Any]:
         """The handler's keyword arguments (context excluded) for checked ``arguments``.
 
         Raises:
@@ -256,7 +291,7 @@ class Arguments:
         """
         style = self.style
         if style == "hints":
-            # check() left only declared fields, and every declared field is a parameter.
+            # _check_json() left only declared fields, and every declared field is a parameter.
             kwargs = dict(arguments)
             for name, convert in self.converters:
                 if name in kwargs:
@@ -280,14 +315,6 @@ class Arguments:
                     raise
                 raise ArgumentError(_pydantic_problems(exc)) from None
         return {self.param: arguments}
-
-    def validate(self, arguments: Any) -> dict[str, Any]:
-        """:meth:`check` then :meth:`to_kwargs`.
-
-        Raises:
-            ArgumentError: listing every failing field path with its reason.
-        """
-        return self.check_convert(arguments)[1]
 
 
 def _is_validation_error(exc: BaseException) -> bool:
@@ -453,18 +480,10 @@ class Tool:
             self._definition = d
         return self._definition
 
-    def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
-        """Check ``arguments`` (coercing on a copy when needed); return the handler's
-        keyword arguments (context excluded). ``prepare_arguments`` is not applied.
-
-        Raises:
-            ArgumentError: listing every failing field path with its reason.
-        """
-        return self.validator.validate(arguments)
-
-    def check(self, arguments: Any) -> dict[str, Any]:
-        """The checked arguments (JSON values, undeclared fields dropped); see
-        :meth:`Arguments.check`.
+    def check(self, arguments: Any) -> CheckedArguments:
+        """Check ``arguments`` (coercing on a copy when needed): ``.arguments`` are the
+        checked JSON arguments, ``.kwargs()`` the handler's keyword arguments (context
+        excluded). ``prepare_arguments`` is not applied. See :meth:`Arguments.check`.
 
         Raises:
             ArgumentError: listing every failing field path with its reason.

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from toolwire.host import ExecEnv, Executor, ToolContext
+from toolwire.host import ExecEnv, ToolContext
 from toolwire.host.builtins.bash import OutputCollector
 from toolwire.host.channel import CallChannel
 from toolwire.host.truncate import MAX_BYTES
@@ -74,9 +74,9 @@ async def test_bad_timeout_rejected(tmp_path: Path) -> None:
 async def test_missing_cwd(tmp_path: Path) -> None:
     env = ExecEnv.at(tmp_path)
     env.cwd = tmp_path / "gone"
-    from tests.test_builtin_support import TOOLS
+    from tests.test_builtin_support import TOOLS, run_tool
 
-    r = await Executor().run(TOOLS["bash"], {"command": "true"}, ToolContext("x", "bash", env))
+    r = await run_tool(TOOLS["bash"], {"command": "true"}, ToolContext("x", "bash", env))
     assert is_error(r) and "Working directory does not exist" in text(r)
 
 
@@ -164,12 +164,12 @@ class _Progress(CallChannel):
 
 
 async def test_progress_is_throttled_and_increasing(tmp_path: Path) -> None:
-    from tests.test_builtin_support import TOOLS
+    from tests.test_builtin_support import TOOLS, run_tool
 
     rec = _Progress()
     ctx = ToolContext("p", "bash", ExecEnv.at(tmp_path), rec)
     cmd = "for i in $(seq 5000); do echo line$i; done; sleep 0.3; echo last"
-    r = await Executor().run(TOOLS["bash"], {"command": cmd}, ctx)
+    r = await run_tool(TOOLS["bash"], {"command": cmd}, ctx)
     assert not is_error(r)
     assert 1 <= len(rec.reports) < 25
     values = [p for p, _ in rec.reports]

@@ -118,9 +118,9 @@ def test_param_constraints_are_in_the_schema_and_enforced() -> None:
         "type": "integer",
     }
     assert props["word"]["minLength"] == 2
-    assert built.validate({"limit": 3}) == {"limit": 3}
+    assert built.check({"limit": 3}).kwargs() == {"limit": 3}
     with pytest.raises(ArgumentError) as e:
-        built.validate({"limit": 0, "word": "x"})
+        built.check({"limit": 0, "word": "x"}).kwargs()
     assert {p for p, _ in e.value.problems} == {"limit", "word"}
 
 
@@ -132,7 +132,7 @@ def test_param_default_without_a_signature_default_reaches_the_handler() -> None
 
     built = build_tool(h)
     assert "required" not in built.input_schema
-    assert built.validate({}) == {"n": 7}
+    assert built.check({}).kwargs() == {"n": 7}
 
 
 def test_host_with_plain_tools_starts_without_pydantic_or_jsonschema() -> None:
