@@ -66,17 +66,17 @@ __getattr__ = lazy_exports(
         "Registry": ".registry",
         "ResultPatch": ".hooks",
         "RunResult": ".runner",
-        "Tool": ".tools",
+        "Tool": ".definition",
         "ToolAnnotations": "toolwire.models",
         "IncomingCall": ".hooks",
         "ToolContext": ".context",
-        "ToolDefinitionError": ".tools",
+        "ToolDefinitionError": ".definition",
         "ToolError": ".results",
         "ToolResult": ".results",
         "after_tool_call": ".hooks",
         "before_tool_call": ".hooks",
         "run_in_env": ".runner",
-        "tool": ".tools",
+        "tool": ".decorator",
     },
 )
 
@@ -85,6 +85,8 @@ if TYPE_CHECKING:
 
     from .approval import ApprovalPolicy
     from .context import ExecEnv, ToolContext
+    from .decorator import tool
+    from .definition import Tool, ToolDefinitionError
     from .executor import Executor
     from .hints import Param
     from .hooks import (
@@ -101,4 +103,3 @@ if TYPE_CHECKING:
     from .results import ToolError, ToolResult
     from .runner import RunResult, run_in_env
     from .server import HostServer
-    from .tools import Tool, ToolDefinitionError, tool

@@ -22,8 +22,8 @@ from toolwire.errors import REQUEST_TIMEOUT, JsonRpcError
 from toolwire.extensions import APPROVE, ApprovalDecision, ApprovalRequest, declares_approval
 
 from .channel import LegacyPeer
+from .definition import Tool
 from .rounds import current_round
-from .tools import Tool
 
 if TYPE_CHECKING:
     from .hooks import IncomingCall

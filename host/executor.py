@@ -20,6 +20,7 @@ from toolwire import _json
 from toolwire.session import is_stray_cancellation
 
 from .context import ToolContext
+from .definition import Tool
 from .mutation import MutationQueue, mutation_keys
 from .results import (
     ToolResult,
@@ -29,7 +30,6 @@ from .results import (
     json_text,
     to_wire_content,
 )
-from .tools import Tool
 
 __all__ = ["SHARED_MUTATION_QUEUE", "Executor", "format_argument_error"]
 

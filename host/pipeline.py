@@ -20,11 +20,12 @@ from typing import Any
 from toolwire.extensions import ApprovalDecision
 
 from .approval import ApprovalPolicy, HostDenial
+from .arguments import ArgumentError
 from .context import ToolContext
+from .definition import Tool
 from .executor import Executor, format_argument_error
 from .hooks import Block, HookError, HookSet, IncomingCall, ResultPatch, call_hook
 from .results import ToolResult, error_result
-from .tools import ArgumentError, Tool
 
 __all__ = ["Approver", "Pipeline", "Preflight", "Prepared", "Refused"]
 

@@ -35,12 +35,12 @@ from .approval import ApprovalPolicy, HostDenial, approve_call
 from .batch import run_batch
 from .channel import LOG_LEVELS, LegacyChannel, ModernCall, ModernChannel, log_params
 from .context import ExecEnv, ToolContext
+from .definition import Tool
 from .executor import Executor
 from .hooks import IncomingCall
 from .modern import ModernServer
 from .pipeline import Pipeline
 from .registry import Registry
-from .tools import Tool
 
 __all__ = ["HostServer"]
 

@@ -20,7 +20,8 @@ from toolwire.host import (
     loading,
     tool,
 )
-from toolwire.host.tools import ArgumentError, build_tool
+from toolwire.host.arguments import ArgumentError
+from toolwire.host.decorator import build_tool
 
 
 def _schema(fn: Any) -> dict[str, Any]:
