@@ -59,7 +59,7 @@ __all__ = [
     "ProgressCallback",
     "StderrMode",
     "SyncClient",
-    "ToolCallResult",
+    "ToolReply",
     "connect_sync",
     "host_command",
 ]
@@ -87,7 +87,7 @@ __getattr__ = lazy_exports(
         "ProgressCallback": ".client",
         "StderrMode": ".client",
         "SyncClient": ".sync",
-        "ToolCallResult": ".client",
+        "ToolReply": ".client",
         "connect_sync": ".sync",
         "host_command": ".client",
     },
@@ -112,7 +112,7 @@ if TYPE_CHECKING:
         Progress,
         ProgressCallback,
         StderrMode,
-        ToolCallResult,
+        ToolReply,
         host_command,
     )
     from .sync import SyncClient, connect_sync

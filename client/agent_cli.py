@@ -28,7 +28,7 @@ from .agent import (
     ToolExecutionStart,
     run_agent,
 )
-from .client import Client, ToolCallResult
+from .client import Client, ToolReply
 from .conversation import AssistantMessage, Message, ToolResultMessage, UserMessage
 from .providers import OpenAIChatProvider
 from .render import TerminalApprover, json_text, result_panel, visible
@@ -104,5 +104,5 @@ def _show_message(message: Message, out: Console, err: Console, *, streamed: boo
         elif message.text:
             out.print(visible(message.text), markup=False)
     elif isinstance(message, ToolResultMessage):
-        res = ToolCallResult(message.tool_call_id, message.tool_name, message.result)
+        res = ToolReply(message.tool_call_id, message.tool_name, message.result)
         err.print(result_panel(res))

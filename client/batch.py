@@ -10,16 +10,16 @@ event objects below.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
 
+from toolwire.extensions import BatchCall
 from toolwire.messages import RequestId
 
-from .client import Progress, ToolCallResult
+from .client import Progress, ToolReply
 
 __all__ = [
-    "LENGTH_NOT_RUN_MESSAGE",
     "BatchCall",
     "BatchEvent",
     "BatchEventCallback",
@@ -34,48 +34,6 @@ __all__ = [
 BatchMode = Literal["parallel", "sequential"]
 """How the host runs a batch's calls once they pass preflight."""
 
-LENGTH_NOT_RUN_MESSAGE = (
-    'Tool call "{name}" was not run: the model\'s output reached its length limit, so the '
-    "arguments may be incomplete. Send the call again with complete arguments."
-)
-"""The error text a call of a length-truncated message gets when the client itself
-applies the rule (a host without ``tools/callBatch``); ``{name}`` is the tool's name."""
-
-
-@dataclass(frozen=True)
-class BatchCall:
-    """One call of a batch.
-
-    Attributes:
-        id: the call id, unique in the batch (an agent uses the model's tool-call id).
-        name: the tool's name.
-        arguments: its arguments (a JSON object).
-    """
-
-    id: RequestId
-    name: str
-    arguments: dict[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def of(cls, value: BatchCall | Mapping[str, Any]) -> BatchCall:
-        """A BatchCall from itself or a mapping ``{id, name, arguments?}``.
-
-        Raises:
-            TypeError: the mapping lacks a string name or a string/integer id.
-        """
-        if isinstance(value, BatchCall):
-            return value
-        call_id, name = value.get("id"), value.get("name")
-        if not isinstance(call_id, str | int) or isinstance(call_id, bool):
-            raise TypeError(f"a batch call needs a string or integer id, got {call_id!r}")
-        if not isinstance(name, str):
-            raise TypeError(f"a batch call needs a string name, got {name!r}")
-        return cls(call_id, name, dict(value.get("arguments") or {}))
-
-    def to_wire(self) -> dict[str, Any]:
-        """``{id, name, arguments}``."""
-        return {"id": self.id, "name": self.name, "arguments": self.arguments}
-
 
 @dataclass(frozen=True)
 class BatchResult:
@@ -89,11 +47,11 @@ class BatchResult:
             ran the calls as concurrent ``tools/call`` requests instead.
     """
 
-    results: list[ToolCallResult]
+    results: list[ToolReply]
     terminate: bool = False
     emulated: bool = False
 
-    def by_id(self) -> dict[RequestId, ToolCallResult]:
+    def by_id(self) -> dict[RequestId, ToolReply]:
         """The results keyed by call id."""
         return {r.call_id: r for r in self.results}
 

@@ -46,6 +46,19 @@ from toolwire.errors import (
     REQUEST_TIMEOUT,
     JsonRpcError,
 )
+from toolwire.extensions import (
+    APPROVAL_CAPABILITY,
+    APPROVE,
+    CALL_BATCH,
+    CALL_ENDED,
+    CALL_PROGRESS,
+    CALL_STARTED,
+    EXTENSION_CAPABILITY,
+    ApprovalRequest,
+    BatchCall,
+    batch_terminates,
+    length_stop_text,
+)
 from toolwire.framing import Framing
 from toolwire.messages import RequestId
 from toolwire.models import (
@@ -68,12 +81,12 @@ from toolwire.modern import (
 )
 from toolwire.session import RequestContext, Session
 
-from .approval import APPROVAL_CAPABILITY, ApprovalCallback, ApprovalRequest, decide
+from .approval import ApprovalCallback, decide
 from .conversation import ResultView
 from .modern import Era, InputCallback, InputHandlers, initialize_from_discover
 
 if TYPE_CHECKING:
-    from .batch import BatchCall, BatchEventCallback, BatchMode, BatchResult
+    from .batch import BatchEventCallback, BatchMode, BatchResult
 
 __all__ = [
     "MODEL_ERROR_CODES",
@@ -83,7 +96,7 @@ __all__ = [
     "Progress",
     "ProgressCallback",
     "StderrMode",
-    "ToolCallResult",
+    "ToolReply",
     "host_command",
     "is_host_command",
 ]
@@ -179,7 +192,7 @@ class CallTimeout(JsonRpcError, TimeoutError):
 
 
 @dataclass(frozen=True, slots=True)
-class ToolCallResult(ResultView):
+class ToolReply(ResultView):
     """A ``tools/call`` result paired with the call's id.
 
     Attributes:
@@ -201,9 +214,7 @@ class ToolCallResult(ResultView):
         return dump(self.result)
 
     @classmethod
-    def from_protocol_error(
-        cls, call_id: RequestId, name: str, error: JsonRpcError
-    ) -> ToolCallResult:
+    def from_protocol_error(cls, call_id: RequestId, name: str, error: JsonRpcError) -> ToolReply:
         """An error result whose text is ``error.message``."""
         result = CallToolResult(content=[TextContent(text=error.message)], is_error=True)
         return cls(call_id, name, result, error)
@@ -339,9 +350,9 @@ class Client:
         self.capabilities: dict[str, Any] = dict(capabilities or {})
         self.on_approval = on_approval
         if on_approval is not None:
-            ours = dict(self.capabilities.get("toolwire") or {})
-            ours.update(APPROVAL_CAPABILITY["toolwire"])
-            self.capabilities["toolwire"] = ours
+            ours = dict(self.capabilities.get(EXTENSION_CAPABILITY) or {})
+            ours.update(APPROVAL_CAPABILITY[EXTENSION_CAPABILITY])
+            self.capabilities[EXTENSION_CAPABILITY] = ours
         self.framing: Framing = framing
         self.cancel_dialect: Literal["mcp", "lsp"] = cancel_dialect
         self.raise_on_protocol_error = raise_on_protocol_error
@@ -481,14 +492,14 @@ class Client:
                 "notifications/progress": self._on_progress,
                 "notifications/message": self._on_message,
                 "notifications/tools/list_changed": self._on_list_changed,
-                "notifications/toolwire/callStarted": self._on_call_started,
-                "notifications/toolwire/callProgress": self._on_call_progress,
-                "notifications/toolwire/callEnded": self._on_call_ended,
+                CALL_STARTED: self._on_call_started,
+                CALL_PROGRESS: self._on_call_progress,
+                CALL_ENDED: self._on_call_ended,
             }
         )
         session.request_handlers["ping"] = _answer_ping
         if self.on_approval is not None:
-            session.request_handlers["toolwire/approve"] = self._answer_approve
+            session.request_handlers[APPROVE] = self._answer_approve
         for method in ("elicitation/create", "sampling/createMessage", "roots/list"):
             if self.inputs.callback_for(method) is not None:
                 session.request_handlers[method] = self._answer_input
@@ -812,7 +823,7 @@ class Client:
         timeout: float | None = None,
         raise_on_protocol_error: bool | None = None,
         meta: Mapping[str, Any] | None = None,
-    ) -> ToolCallResult:
+    ) -> ToolReply:
         """Call a tool and wait for its result.
 
         Args:
@@ -861,7 +872,7 @@ class Client:
             if raise_on_protocol_error is not None:
                 raise_it = raise_on_protocol_error
             if exc.code in MODEL_ERROR_CODES and not raise_it:
-                return ToolCallResult.from_protocol_error(call_id, name, exc)
+                return ToolReply.from_protocol_error(call_id, name, exc)
             raise
         finally:
             if token is not None:
@@ -870,7 +881,7 @@ class Client:
             result = CallToolResult.model_validate(raw)
         except ValidationError as exc:
             raise JsonRpcError(INTERNAL_ERROR, f"malformed tools/call result: {exc}") from None
-        return ToolCallResult(call_id, name, result)
+        return ToolReply(call_id, name, result)
 
     async def call_batch(
         self,
@@ -910,8 +921,6 @@ class Client:
                 -32001 on timeout, -32000 when the connection closed, -32603 for a
                 malformed answer.
         """
-        from .batch import BatchCall
-
         items = [BatchCall.of(c) for c in calls]
         if mode not in (None, "parallel", "sequential"):
             raise JsonRpcError(INVALID_PARAMS, f"unknown batch mode {mode!r}")
@@ -962,7 +971,7 @@ class Client:
 
             self._progress[token] = batch_progress
         try:
-            raw = await self._request("tools/callBatch", params, timeout)
+            raw = await self._request(CALL_BATCH, params, timeout)
         finally:
             if token is not None:
                 self._batch_listeners.pop(token, None)
@@ -976,7 +985,7 @@ class Client:
                 if entry.get("id") != call.id:
                     raise ValueError(f"result for id {entry.get('id')!r} where {call.id!r} was due")
                 res = CallToolResult.model_validate(entry["result"])
-                results.append(ToolCallResult(call.id, str(entry.get("name", call.name)), res))
+                results.append(ToolReply(call.id, str(entry.get("name", call.name)), res))
         except (KeyError, TypeError, AttributeError, ValueError, ValidationError) as exc:
             raise JsonRpcError(INTERNAL_ERROR, f"malformed tools/callBatch result: {exc}") from None
         return BatchResult(results, bool(raw.get("terminate")))
@@ -990,7 +999,6 @@ class Client:
         timeout: float | None,
     ) -> BatchResult:
         from .batch import (
-            LENGTH_NOT_RUN_MESSAGE,
             BatchEvent,
             BatchProgress,
             BatchResult,
@@ -1004,7 +1012,7 @@ class Client:
             raise JsonRpcError(INVALID_PARAMS, "the ids of a batch's calls must be unique")
         total = len(items)
         finished = 0
-        results: list[ToolCallResult | None] = [None] * total
+        results: list[ToolReply | None] = [None] * total
 
         def emit(event: BatchEvent) -> None:
             if on_event is not None:
@@ -1013,7 +1021,7 @@ class Client:
                 except Exception:
                     log.exception("batch event callback failed")
 
-        def done(i: int, res: ToolCallResult) -> None:
+        def done(i: int, res: ToolReply) -> None:
             nonlocal finished
             results[i] = res
             finished += 1
@@ -1023,9 +1031,9 @@ class Client:
         if stop_reason == "length":
             for i, call in enumerate(items):
                 emit(CallStarted(call.id, call.name))
-                text = LENGTH_NOT_RUN_MESSAGE.format(name=call.name)
+                text = length_stop_text(call.name)
                 result = CallToolResult(content=[TextContent(text=text)], is_error=True)
-                done(i, ToolCallResult(call.id, call.name, result))
+                done(i, ToolReply(call.id, call.name, result))
             return BatchResult([r for r in results if r is not None], False, emulated=True)
 
         async def run_one(i: int, call: BatchCall) -> None:
@@ -1039,7 +1047,7 @@ class Client:
             res = await self.call_tool(
                 call.name, call.arguments, on_progress=on_progress, raise_on_protocol_error=False
             )
-            done(i, ToolCallResult(call.id, call.name, res.result, res.protocol_error))
+            done(i, ToolReply(call.id, call.name, res.result, res.protocol_error))
 
         try:
             with anyio.fail_after(timeout):
@@ -1055,7 +1063,7 @@ class Client:
                 REQUEST_TIMEOUT, f"Batch timed out after {timeout:g}s", {"timeout": timeout}
             ) from None
         final = [r for r in results if r is not None]
-        terminate = bool(final) and all(r.terminate and not r.is_error for r in final)
+        terminate = batch_terminates(r.to_wire() for r in final)
         return BatchResult(final, terminate, emulated=True)
 
     # ------------------------------------------------------------------ host → client requests

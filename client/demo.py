@@ -50,7 +50,7 @@ from .agent import (
     ToolExecutionUpdate,
     run_agent,
 )
-from .client import Client, ToolCallResult, host_command
+from .client import Client, ToolReply, host_command
 from .conversation import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
 from .providers import ModelRequest, ScriptedProvider
 from .render import ProgressPrinter, result_panel, tools_table, visible
@@ -181,7 +181,7 @@ def pytest_summary(text: str) -> dict[str, int] | None:
     return None
 
 
-def check_tests(res: ToolCallResult, expect: Check) -> tuple[bool, str]:
+def check_tests(res: ToolReply, expect: Check) -> tuple[bool, str]:
     """Did a bash call running pytest fail (``tests-fail``) or pass (``tests-pass``)?
 
     Uses pytest's summary line and the exit code from the result's ``details``
@@ -384,7 +384,7 @@ async def _play(
             elif isinstance(event, MessageEnd) and isinstance(event.message, ToolResultMessage):
                 result = event.message
                 i, step = steps[result.tool_call_id]
-                res = ToolCallResult(result.tool_call_id, result.tool_name, result.result)
+                res = ToolReply(result.tool_call_id, result.tool_name, result.result)
                 console.print(result_panel(res))
                 if step.check is not None:
                     ok, why = check_tests(res, step.check)

@@ -24,10 +24,11 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from toolwire.errors import INTERNAL_ERROR, JsonRpcError
+from toolwire.extensions import APPROVE, ApprovalRequest
 from toolwire.models import Implementation, InitializeResult
 from toolwire.modern import MODERN_PROTOCOL_VERSION, SERVER_INFO_KEY
 
-from .approval import ApprovalCallback, ApprovalRequest, decide
+from .approval import ApprovalCallback, decide
 
 __all__ = [
     "Era",
@@ -82,7 +83,7 @@ class InputHandlers:
                 callback did not return an object.
         """
         params = params if isinstance(params, dict) else {}
-        if method == "toolwire/approve" and self.on_approval is not None:
+        if method == APPROVE and self.on_approval is not None:
             return (await decide(self.on_approval, ApprovalRequest.from_params(params))).to_wire()
         callback = self.callback_for(method)
         if callback is None:

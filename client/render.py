@@ -26,7 +26,7 @@ from toolwire.models import (
 )
 
 from .approval import ApprovalDecision, ApprovalRequest
-from .client import Progress, ToolCallResult
+from .client import Progress, ToolReply
 
 __all__ = [
     "ProgressPrinter",
@@ -106,7 +106,7 @@ def summarize(value: Any, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def content_text(res: ToolCallResult) -> str:
+def content_text(res: ToolReply) -> str:
     """The result as text: text blocks as they are, other blocks as a one-line marker;
     ``structuredContent`` as JSON when there is no text at all."""
     out: list[str] = []
@@ -158,7 +158,7 @@ def tools_table(tools: list[ToolDefinition]) -> Table:
     return table
 
 
-def result_panel(res: ToolCallResult, *, title: str | None = None) -> Panel:
+def result_panel(res: ToolReply, *, title: str | None = None) -> Panel:
     """A panel with a call's (clipped) text and a line summarising ``details``; a
     ``details.diff`` string (as the edit tool gives) is shown as a coloured diff."""
     parts: list[Any] = [Text(visible(clip(content_text(res))) or "(no content)")]

@@ -23,7 +23,7 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from toolwire.models import Implementation, ToolDefinition
 
-from .client import Client, ProgressCallback, ToolCallResult
+from .client import Client, ProgressCallback, ToolReply
 
 __all__ = ["SyncClient", "connect_sync"]
 
@@ -134,9 +134,9 @@ class SyncClient:
         on_progress: ProgressCallback | None = None,
         timeout: float | None = None,
         raise_on_protocol_error: bool | None = None,
-    ) -> ToolCallResult:
+    ) -> ToolReply:
         """Blocking :meth:`Client.call_tool` (same arguments, results and errors)."""
-        result: ToolCallResult = self._run(
+        result: ToolReply = self._run(
             self.client.call_tool,
             name,
             arguments,

@@ -27,10 +27,10 @@ __all__ = [
     "NOT_GIVEN",
     "ApprovalPolicy",
     "Block",
-    "CallResult",
     "ExecEnv",
     "Executor",
     "HostServer",
+    "IncomingCall",
     "Param",
     "PathError",
     "Pipeline",
@@ -39,7 +39,6 @@ __all__ = [
     "RunResult",
     "Tool",
     "ToolAnnotations",
-    "ToolCall",
     "ToolContext",
     "ToolDefinitionError",
     "ToolError",
@@ -57,7 +56,6 @@ __getattr__ = lazy_exports(
     {
         "ApprovalPolicy": ".approval",
         "Block": ".hooks",
-        "CallResult": ".hooks",
         "ExecEnv": ".context",
         "Executor": ".executor",
         "HostServer": ".server",
@@ -68,17 +66,17 @@ __getattr__ = lazy_exports(
         "Registry": ".registry",
         "ResultPatch": ".hooks",
         "RunResult": ".runner",
-        "Tool": ".tools",
+        "Tool": ".definition",
         "ToolAnnotations": "toolwire.models",
-        "ToolCall": ".hooks",
+        "IncomingCall": ".hooks",
         "ToolContext": ".context",
-        "ToolDefinitionError": ".tools",
+        "ToolDefinitionError": ".definition",
         "ToolError": ".results",
         "ToolResult": ".results",
         "after_tool_call": ".hooks",
         "before_tool_call": ".hooks",
         "run_in_env": ".runner",
-        "tool": ".tools",
+        "tool": ".decorator",
     },
 )
 
@@ -87,14 +85,15 @@ if TYPE_CHECKING:
 
     from .approval import ApprovalPolicy
     from .context import ExecEnv, ToolContext
+    from .decorator import tool
+    from .definition import Tool, ToolDefinitionError
     from .executor import Executor
     from .hints import Param
     from .hooks import (
         NOT_GIVEN,
         Block,
-        CallResult,
+        IncomingCall,
         ResultPatch,
-        ToolCall,
         after_tool_call,
         before_tool_call,
     )
@@ -104,4 +103,3 @@ if TYPE_CHECKING:
     from .results import ToolError, ToolResult
     from .runner import RunResult, run_in_env
     from .server import HostServer
-    from .tools import Tool, ToolDefinitionError, tool

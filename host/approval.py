@@ -13,31 +13,37 @@ trusted).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from toolwire import _json
 from toolwire.errors import REQUEST_TIMEOUT, JsonRpcError
+from toolwire.extensions import APPROVE, ApprovalDecision, ApprovalRequest, declares_approval
 
-from .tools import Tool
+from .channel import LegacyPeer
+from .definition import Tool
+from .rounds import current_round
 
 if TYPE_CHECKING:
-    from .hooks import ToolCall
-    from .server import HostServer
+    from .hooks import IncomingCall
+
+
+class ApprovalPeer(LegacyPeer, Protocol):
+    """What asking for approval needs of the 2025-11-25 connection (the host server)."""
+
+    @property
+    def approval_timeout(self) -> float: ...
+
 
 __all__ = [
-    "APPROVE_METHOD",
-    "ApprovalDecision",
+    "ApprovalPeer",
     "ApprovalPolicy",
+    "HostDenial",
     "approval_form",
     "approve_call",
     "decision_from_elicitation",
-    "parse_answer",
 ]
-
-APPROVE_METHOD = "toolwire/approve"
-"""The host→client request asking the client to approve one call."""
 
 
 @dataclass(frozen=True)
@@ -84,34 +90,15 @@ class ApprovalPolicy:
 
 
 @dataclass(frozen=True)
-class ApprovalDecision:
-    """The client's answer, checked.
+class HostDenial:
+    """A call the host denied itself, without a decision from the client (the client
+    cannot be asked, did not answer in time, or answered malformed).
 
     Attributes:
-        allowed: True for ``"allow"``.
-        reason: the client's reason, if it gave one.
-        arguments: replacement arguments (validated again before use), or None.
+        message: the denied call's error result text.
     """
 
-    allowed: bool
-    reason: str | None = None
-    arguments: dict[str, Any] | None = None
-
-
-def parse_answer(result: Any) -> ApprovalDecision | str:
-    """Check a ``toolwire/approve`` result; return the decision, or why it is malformed."""
-    if type(result) is not dict:
-        return "the answer is not an object"
-    decision = result.get("decision")
-    if decision not in ("allow", "deny"):
-        return f'\'decision\' must be "allow" or "deny", not {decision!r}'
-    reason = result.get("reason")
-    if reason is not None and type(reason) is not str:
-        return "'reason' must be a string"
-    arguments = result.get("arguments")
-    if arguments is not None and type(arguments) is not dict:
-        return "'arguments' must be an object"
-    return ApprovalDecision(decision == "allow", reason, arguments)
+    message: str
 
 
 def approval_form(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -138,67 +125,62 @@ def approval_form(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def decision_from_elicitation(answer: Any) -> ApprovalDecision | str:
-    """The decision in an ``elicitation/create`` result for :func:`approval_form`, or why
-    it is malformed. Declining or cancelling the form denies the call."""
+def decision_from_elicitation(answer: Any) -> ApprovalDecision:
+    """The decision in an ``elicitation/create`` result for :func:`approval_form`.
+    Declining or cancelling the form denies the call.
+
+    Raises:
+        ValueError: the answer is malformed; the message says why.
+    """
     if type(answer) is not dict:
-        return "the answer is not an object"
+        raise ValueError("the answer is not an object")
     action = answer.get("action")
     if action in ("decline", "cancel"):
         done = "declined" if action == "decline" else "cancelled"
         return ApprovalDecision(False, f"the user {done} the approval form")
     content = answer.get("content")
     if action != "accept" or type(content) is not dict:
-        return "the form was neither accepted with content, declined nor cancelled"
+        raise ValueError("the form was neither accepted with content, declined nor cancelled")
     reason = content.get("reason")
     reason = reason if type(reason) is str and reason.strip() else None
     decision = content.get("decision")
     if decision not in ("allow", "deny"):
-        return f'\'decision\' must be "allow" or "deny", not {decision!r}'
+        raise ValueError(f'\'decision\' must be "allow" or "deny", not {decision!r}')
     return ApprovalDecision(decision == "allow", reason)
 
 
-def _declares_approve(capabilities: dict[str, Any]) -> bool:
-    ext = capabilities.get("toolwire")
-    return type(ext) is dict and ext.get("approval") is True
-
-
 async def approve_call(
-    server: HostServer, call: ToolCall, tool: Tool, arguments: dict[str, Any]
-) -> ApprovalDecision | str:
-    """Ask the client to approve one call; returns its decision, or the text of a denial
-    the host made itself.
+    server: ApprovalPeer, call: IncomingCall, tool: Tool, arguments: dict[str, Any]
+) -> ApprovalDecision | HostDenial:
+    """Ask the client to approve one call; returns its decision, or a denial the host
+    made itself.
 
     Order: ``toolwire/approve`` when the client declared it, else a standard elicitation
     form when it declared ``elicitation``, else a denial saying the client can do
     neither. In 2026-07-28 (a call served under an input round) the question becomes an
-    input request: this raises :class:`~toolwire.host.modern.InputNeeded` until the retry
+    input request: this raises :class:`~toolwire.host.rounds.InputNeeded` until the retry
     brings the answer (accepted only for a question this host asked, proven by the
     signed ``requestState``).
     """
-    from .modern import current_round
-
-    params: dict[str, Any] = {"callId": call.id, "name": tool.name, "arguments": arguments}
-    annotations = tool.definition().get("annotations")
-    if annotations:
-        params["annotations"] = annotations
+    annotations = tool.definition().get("annotations") or {}
+    params = ApprovalRequest(call.id, tool.name, arguments, annotations).to_params()
     round = current_round()
     if round is not None:
         key = "approval" if call.batch_id is None else f"approval/{call.id}"
         caps = round.envelope.capabilities
-        if _declares_approve(caps):
-            answer = round.answer(key, APPROVE_METHOD, params, signed_only=True)
-            return _checked(parse_answer(answer))
+        if declares_approval(caps):
+            answer = round.answer(key, APPROVE, params, signed_only=True)
+            return _checked(ApprovalDecision.from_wire, answer)
         if round.envelope.declares("elicitation"):
             form = approval_form(tool.name, arguments)
             answer = round.answer(key, "elicitation/create", form, signed_only=True)
-            return _checked(decision_from_elicitation(answer))
+            return _checked(decision_from_elicitation, answer)
         return _cannot_ask(tool.name)
     session = server.session
     if session is None:
         return _cannot_ask(tool.name)
-    if _declares_approve(server.client_capabilities):
-        method, question = APPROVE_METHOD, params
+    if declares_approval(server.client_capabilities):
+        method, question = APPROVE, params
     elif type(server.client_capabilities.get("elicitation")) is dict:
         method, question = "elicitation/create", approval_form(tool.name, arguments)
     else:
@@ -207,24 +189,25 @@ async def approve_call(
         answer = await session.request(method, question, timeout=server.approval_timeout)
     except JsonRpcError as exc:
         if exc.code == REQUEST_TIMEOUT:
-            return (
+            return HostDenial(
                 "Call denied: the client did not answer the approval request within "
                 f"{server.approval_timeout:g} seconds"
             )
-        return f"Call denied: the approval request failed: {exc.message}"
-    if method == APPROVE_METHOD:
-        return _checked(parse_answer(answer))
-    return _checked(decision_from_elicitation(answer))
+        return HostDenial(f"Call denied: the approval request failed: {exc.message}")
+    if method == APPROVE:
+        return _checked(ApprovalDecision.from_wire, answer)
+    return _checked(decision_from_elicitation, answer)
 
 
-def _checked(decision: ApprovalDecision | str) -> ApprovalDecision | str:
-    if isinstance(decision, str):
-        return f"Call denied: the client's approval answer is malformed: {decision}"
-    return decision
+def _checked(read: Callable[[Any], ApprovalDecision], answer: Any) -> ApprovalDecision | HostDenial:
+    try:
+        return read(answer)
+    except ValueError as exc:
+        return HostDenial(f"Call denied: the client's approval answer is malformed: {exc}")
 
 
-def _cannot_ask(name: str) -> str:
-    return (
+def _cannot_ask(name: str) -> HostDenial:
+    return HostDenial(
         f'Call denied: tool "{name}" needs the client\'s approval, but the client declared '
         'neither {"toolwire": {"approval": true}} nor "elicitation", so it cannot be asked'
     )

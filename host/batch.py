@@ -16,146 +16,79 @@ call's start, progress and end, and the batch's progress; nothing after the resp
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 import anyio
 
-from toolwire.constants import TERMINATE_META_KEY
-from toolwire.errors import INVALID_PARAMS, JsonRpcError
-from toolwire.messages import RequestId, is_valid_id
+from toolwire.extensions import (
+    CALL_ENDED,
+    CALL_PROGRESS,
+    CALL_STARTED,
+    BatchCall,
+    batch_terminates,
+    length_stop_text,
+    parse_call_batch,
+)
+from toolwire.messages import RequestId
 from toolwire.session import RequestContext, progress_accepted
 
-from .context import ToolContext
-from .hooks import ToolCall
-from .modern import InputNeeded
-from .pipeline import Prepared
+from .channel import CallChannel
+from .context import ExecEnv, ToolContext
+from .hooks import IncomingCall
+from .pipeline import Pipeline, Prepared, Refused
+from .registry import Registry
 from .results import error_result
+from .rounds import InputNeeded
 
-if TYPE_CHECKING:
-    from .modern import ModernCall
-    from .server import HostServer
-
-__all__ = [
-    "CALL_ENDED",
-    "CALL_PROGRESS",
-    "CALL_STARTED",
-    "BatchCall",
-    "length_error_text",
-    "parse_batch",
-    "run_batch",
-]
-
-CALL_STARTED = "notifications/toolwire/callStarted"
-CALL_PROGRESS = "notifications/toolwire/callProgress"
-CALL_ENDED = "notifications/toolwire/callEnded"
+__all__ = ["run_batch"]
 
 
-@dataclass(slots=True)
-class BatchCall:
-    """One entry of ``params.calls``, checked.
+class _BatchCallChannel(CallChannel):
+    """The channel of one call of a batch: its progress becomes ``callProgress``; log,
+    drain and questions go through the channel of the call's kind (``base``)."""
 
-    Attributes:
-        id: the call id (unique in the batch).
-        name: the tool name.
-        arguments: the arguments object (``{}`` when absent), or None when it was not
-            an object (that call gets an error result).
-    """
+    __slots__ = ("_base", "_batch", "_call_id", "_last", "done")
 
-    id: RequestId
-    name: str
-    arguments: dict[str, Any] | None
-
-
-def length_error_text(name: str) -> str:
-    """The error result text for a call not run because the model's output was cut off."""
-    return (
-        f'Tool call "{name}" was not executed: the model\'s output reached its length limit, '
-        "so its arguments may be incomplete. Issue the call again with complete arguments."
-    )
-
-
-def parse_batch(params: Any) -> tuple[list[BatchCall], bool, str | None]:
-    """Check the ``tools/callBatch`` envelope; returns ``(calls, sequential, stop_reason)``.
-
-    Raises:
-        JsonRpcError: -32602 for params that are not an object, ``calls`` not an array,
-            an entry that is not an object or lacks a string/integer ``id`` or a string
-            ``name``, duplicate ids, an unknown ``mode``, a ``stopReason`` that is not a
-            string.
-    """
-    if type(params) is not dict:
-        raise JsonRpcError(
-            INVALID_PARAMS, "tools/callBatch params must be an object {calls, mode?, stopReason?}"
-        )
-    calls = params.get("calls")
-    if type(calls) is not list:
-        raise JsonRpcError(INVALID_PARAMS, "tools/callBatch needs 'calls', an array")
-    mode = params.get("mode")
-    if mode is None:
-        mode = "parallel"
-    if mode not in ("parallel", "sequential"):
-        raise JsonRpcError(INVALID_PARAMS, f'Unknown mode {mode!r}: use "parallel" or "sequential"')
-    stop_reason = params.get("stopReason")
-    if stop_reason is not None and type(stop_reason) is not str:
-        raise JsonRpcError(INVALID_PARAMS, "'stopReason' must be a string")
-    out: list[BatchCall] = []
-    seen: set[RequestId] = set()
-    for i, entry in enumerate(calls):
-        if type(entry) is not dict:
-            raise JsonRpcError(
-                INVALID_PARAMS, f"calls[{i}] must be an object {{id, name, arguments?}}"
-            )
-        call_id = entry.get("id")
-        if not is_valid_id(call_id):
-            raise JsonRpcError(INVALID_PARAMS, f"calls[{i}].id must be a string or an integer")
-        if call_id in seen:
-            raise JsonRpcError(INVALID_PARAMS, f"Duplicate call id {call_id!r} in the batch")
-        seen.add(call_id)
-        name = entry.get("name")
-        if type(name) is not str:
-            raise JsonRpcError(INVALID_PARAMS, f"calls[{i}].name must be a string")
-        arguments = entry.get("arguments")
-        if arguments is None:
-            arguments = {}
-        elif type(arguments) is not dict:
-            arguments = None
-        out.append(BatchCall(call_id, name, arguments))
-    return out, mode == "sequential", stop_reason
-
-
-class _CallProgress:
-    """Stands in for a call's request context: its progress becomes ``callProgress``."""
-
-    __slots__ = ("_batch", "_call_id", "_last", "done")
-
-    def __init__(self, batch: _BatchRun, call_id: RequestId) -> None:
+    def __init__(self, base: CallChannel, batch: _BatchRun, call_id: RequestId) -> None:
+        self._base = base
         self._batch = batch
         self._call_id = call_id
         self._last: float | None = None
         self.done = False
 
-    def report_progress(
-        self, progress: float, total: float | None = None, message: str | None = None
-    ) -> bool:
+    @property
+    def client_capabilities(self) -> dict[str, Any]:
+        return self._base.client_capabilities
+
+    def progress(self, progress: float, total: float | None, message: str | None) -> None:
         if self.done or not progress_accepted(self._last, progress, total):
-            return False
+            return
         self._last = progress
         params: dict[str, Any] = {"callId": self._call_id, "progress": progress}
         if total is not None:
             params["total"] = total
         if message is not None:
             params["message"] = message
-        return self._batch.notify(CALL_PROGRESS, params)
+        self._batch.notify(CALL_PROGRESS, params)
+
+    def log(self, level: str, data: Any, logger: str | None) -> None:
+        self._base.log(level, data, logger)
+
+    async def drain(self) -> None:
+        await self._base.drain()
+
+    async def ask(self, method: str, params: dict[str, Any], key: str) -> Any:
+        return await self._base.ask(method, params, key)
 
 
 class _BatchRun:
-    def __init__(self, server: HostServer, calls: list[BatchCall], rctx: RequestContext) -> None:
-        self.server = server
+    def __init__(self, pipeline: Pipeline, calls: list[BatchCall], rctx: RequestContext) -> None:
+        self.pipeline = pipeline
         self.calls = calls
         self.rctx = rctx
         self.results: list[dict[str, Any] | None] = [None] * len(calls)
-        self.progress: list[_CallProgress | None] = [None] * len(calls)
+        self.progress: list[_BatchCallChannel | None] = [None] * len(calls)
         self.finished = 0
 
     def notify(self, method: str, params: dict[str, Any]) -> bool:
@@ -186,27 +119,42 @@ class _BatchRun:
 
     async def execute(self, i: int, prepared: Prepared) -> None:
         self.started(i)
-        result = await self.server.pipeline.execute(prepared)
+        result = await self.pipeline.execute(prepared)
         self.ended(i, result)
 
 
 async def run_batch(
-    server: HostServer, params: Any, rctx: RequestContext, modern: ModernCall | None = None
+    params: Any,
+    rctx: RequestContext,
+    *,
+    registry: Registry,
+    pipeline: Pipeline,
+    env: ExecEnv,
+    channel_for: Callable[[RequestId], CallChannel],
 ) -> dict[str, Any]:
     """Serve one ``tools/callBatch`` request; returns ``{results, terminate?}``.
 
+    Args:
+        params: the request's params.
+        rctx: the request (its progress token carries the per-call notifications).
+        registry: where the calls' tools are looked up.
+        pipeline: preflight and execution of each call.
+        env: the environment the tools act in.
+        channel_for: the channel of the request's kind for one call id (log, drain,
+            questions); the batch adds its own progress reporting on top.
+
     Raises:
-        JsonRpcError: -32602 for a malformed envelope (see :func:`parse_batch`).
+        JsonRpcError: -32602 for a malformed envelope (see
+            :func:`toolwire.extensions.parse_call_batch`).
     """
-    calls, sequential, stop_reason = parse_batch(params)
-    run = _BatchRun(server, calls, rctx)
-    if stop_reason == "length":
+    request = parse_call_batch(params)
+    calls, sequential = request.calls, request.sequential
+    run = _BatchRun(pipeline, calls, rctx)
+    if request.stop_reason == "length":
         for i, call in enumerate(calls):
-            run.immediate(i, error_result(length_error_text(call.name)))
+            run.immediate(i, error_result(length_stop_text(call.name)))
         return _batch_result(run)
 
-    registry = server.registry
-    pipeline = server.pipeline
     ready: list[tuple[int, Prepared]] = []
     asking = False
     for i, call in enumerate(calls):
@@ -216,24 +164,24 @@ async def run_batch(
             continue
         if tool.execution_mode == "sequential":
             sequential = True
-        if call.arguments is None:
+        if i in request.malformed:
             run.immediate(i, error_result(f'Arguments of tool call "{call.id}" must be an object'))
             continue
-        reporter = _CallProgress(run, call.id)
-        run.progress[i] = reporter
-        ctx = ToolContext(call.id, call.name, server.env, server, reporter, modern)
+        channel = _BatchCallChannel(channel_for(call.id), run, call.id)
+        run.progress[i] = channel
+        ctx = ToolContext(call.id, call.name, env, channel)
         try:
             outcome = await pipeline.preflight(
-                tool, ToolCall(call.id, call.name, call.arguments, rctx.id), ctx
+                tool, IncomingCall(call.id, call.name, call.arguments, rctx.id), ctx
             )
         except InputNeeded:
             # 2026-07-28: an approval to ask; the other calls are asked in the same round.
             asking = True
             continue
-        if isinstance(outcome, Prepared):
-            ready.append((i, outcome))
+        if isinstance(outcome, Refused):
+            run.immediate(i, outcome.result)
         else:
-            run.immediate(i, outcome)
+            ready.append((i, outcome))
 
     if asking:
         return {}  # nothing runs; the input-required result replaces this (host/modern.py)
@@ -255,9 +203,6 @@ def _batch_result(run: _BatchRun) -> dict[str, Any]:
             for call, result in zip(run.calls, results, strict=True)
         ]
     }
-    if results and all(
-        r.get("isError") is not True and (r.get("_meta") or {}).get(TERMINATE_META_KEY) is True
-        for r in results
-    ):
+    if batch_terminates(results):
         out["terminate"] = True
     return out

@@ -6,32 +6,18 @@ import logging
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio.from_thread
 import anyio.lowlevel
 
 from toolwire.messages import RequestId
 
+from .channel import LOG_LEVELS, CallChannel
+from .rounds import InputNeeded
 from .sandbox import Sandbox
 
-if TYPE_CHECKING:
-    from .modern import ModernCall
-    from .server import HostServer
-
 __all__ = ["LOG_LEVELS", "ExecEnv", "ToolContext"]
-
-LOG_LEVELS: dict[str, int] = {
-    "debug": 0,
-    "info": 1,
-    "notice": 2,
-    "warning": 3,
-    "error": 4,
-    "critical": 5,
-    "alert": 6,
-    "emergency": 7,
-}
-"""RFC 5424 severities as MCP names them, mapped to their order (higher is more severe)."""
 
 _log = logging.getLogger("toolwire.tools")
 
@@ -46,14 +32,15 @@ class ExecEnv:
         cwd: the directory relative paths and commands start from (inside ``root``).
         default_timeout: seconds a shell command may run when its call gives no
             timeout; None means no limit.
-        env: extra environment variables for processes tools start.
+        extra_env: extra environment variables for processes tools start (added to,
+            or in a sandbox to the allowed part of, the host's environment).
         sandbox: the sandbox processes run in (None: not configured, run directly).
     """
 
     root: Path
     cwd: Path
     default_timeout: float | None = None
-    env: dict[str, str] = field(default_factory=dict)
+    extra_env: dict[str, str] = field(default_factory=dict)
     sandbox: Sandbox | None = None
 
     @classmethod
@@ -84,25 +71,23 @@ class ToolContext:
         call_id: the id of this call (the ``tools/call`` request id as sent).
         tool_name: the name the call addressed.
         env: the :class:`ExecEnv` the tool acts in.
+        channel: the way back to the client (:mod:`toolwire.host.channel`: one per kind
+            of call; the default reaches no client).
     """
 
-    __slots__ = ("_asks", "_modern", "_request", "_server", "call_id", "env", "tool_name")
+    __slots__ = ("_asks", "call_id", "channel", "env", "tool_name")
 
     def __init__(
         self,
         call_id: RequestId,
         tool_name: str,
         env: ExecEnv,
-        server: HostServer | None = None,
-        request: Any = None,
-        modern: ModernCall | None = None,
+        channel: CallChannel | None = None,
     ) -> None:
         self.call_id = call_id
         self.tool_name = tool_name
         self.env = env
-        self._server = server
-        self._request = request  # toolwire.session.RequestContext, when over the wire
-        self._modern = modern  # set for an MCP 2026-07-28 request (host/modern.py)
+        self.channel = channel if channel is not None else CallChannel()
         self._asks = 0
 
     async def report_progress(
@@ -113,18 +98,11 @@ class ToolContext:
         ``progress`` must increase from one report to the next; a report that does not
         is dropped, as is any report after the call finished (MCP 2025-11-25 "Progress").
         """
-        if self._request is not None:
-            self._request.report_progress(progress, total, message)
-            await self._drain()
+        self.channel.progress(progress, total, message)
+        await self.channel.drain()
         # Always a scheduling point: a tool that reports progress in a loop without
         # awaiting anything else still lets the host answer, cancel and time it out.
         await anyio.lowlevel.checkpoint()
-
-    async def _drain(self) -> None:
-        """Wait while the client is not reading (bounded output queue, see Session.drain)."""
-        session = self._server.session if self._server is not None else None
-        if session is not None:
-            await session.drain()
 
     def report_progress_from_thread(
         self, progress: float, total: float | None = None, message: str | None = None
@@ -158,13 +136,8 @@ class ToolContext:
             self.tool_name,
             data,
         )
-        if self._modern is not None:
-            # 2026-07-28: only when this request asked, with _meta logLevel.
-            self._modern.send_log(level, data, logger or self.tool_name)
-            await self._drain()
-        elif self._server is not None:
-            self._server.send_log(level, data, logger or self.tool_name)
-            await self._drain()
+        self.channel.log(level, data, logger or self.tool_name)
+        await self.channel.drain()
         await anyio.lowlevel.checkpoint()
 
     # ------------------------------------------------------------------ asking the client
@@ -174,11 +147,7 @@ class ToolContext:
         """What the client declared: the request's own envelope in 2026-07-28, the
         ``initialize`` capabilities in 2025-11-25 (``{}`` outside a host). A tool can
         check ``"sampling" in ctx.client_capabilities`` before it asks."""
-        if self._modern is not None:
-            return self._modern.envelope.capabilities
-        if self._server is not None:
-            return self._server.client_capabilities
-        return {}
+        return self.channel.client_capabilities
 
     async def elicit(
         self, message: str, schema: dict[str, Any], *, key: str | None = None
@@ -260,8 +229,6 @@ class ToolContext:
         Raises:
             ToolError: as :meth:`elicit`.
         """
-        from .modern import InputNeeded
-
         answers: list[Any] = []
         pending: InputNeeded | None = None
         for ask in asks:
@@ -287,20 +254,4 @@ class ToolContext:
         self._asks += 1
         if key is None:
             key = f"{kind}-{self._asks}"
-        modern = self._modern
-        if modern is not None:
-            from .results import ToolError
-
-            round = modern.round
-            if round is None:
-                raise ToolError(f"{method} cannot be asked here")
-            if round.batch:
-                key = f"{self.call_id}/{key}"
-            return round.answer(key, method, params, signed_only=False)
-        if self._server is None:
-            from .results import ToolError
-
-            raise ToolError(f"{method}: no client to ask (the tool runs outside a host)")
-        from .modern import ask_legacy
-
-        return await ask_legacy(self._server, method, params)
+        return await self.channel.ask(method, params, key)

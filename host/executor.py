@@ -20,6 +20,7 @@ from toolwire import _json
 from toolwire.session import is_stray_cancellation
 
 from .context import ToolContext
+from .definition import Tool
 from .mutation import MutationQueue, mutation_keys
 from .results import (
     ToolResult,
@@ -29,7 +30,6 @@ from .results import (
     json_text,
     to_wire_content,
 )
-from .tools import ArgumentError, Tool
 
 __all__ = ["SHARED_MUTATION_QUEUE", "Executor", "format_argument_error"]
 
@@ -54,7 +54,9 @@ def format_argument_error(tool_name: str, problems: list[tuple[str, str]], argum
 
 
 class Executor:
-    """Runs validated calls.
+    """Invokes handlers of calls that passed preflight (:class:`~toolwire.host.pipeline.Pipeline`
+    owns lookup, validation, hooks and approval): the mutation queue, the timeout, the
+    worker threads, and turning what the handler gave into a result.
 
     Args:
         default_timeout: seconds a call may run when its tool sets no timeout; None
@@ -73,26 +75,6 @@ class Executor:
         self.default_timeout = default_timeout
         self.limiter = anyio.CapacityLimiter(max_threads)
         self.mutations = mutations if mutations is not None else SHARED_MUTATION_QUEUE
-
-    async def run(self, tool: Tool, arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-        """Prepare and check ``arguments`` for ``tool``, run it, return a wire
-        ``CallToolResult`` (no hooks, no approval: see :class:`~toolwire.host.pipeline.Pipeline`).
-
-        Never raises for a tool's own failure; cancellation propagates.
-        """
-        args: Any = arguments
-        if tool.prepare_arguments is not None:
-            try:
-                args = tool.prepare_arguments(arguments)
-            except Exception as exc:
-                return error_result(
-                    f'Could not prepare the arguments of tool "{tool.name}": {_text_of(exc)}'
-                )
-        try:
-            checked, kwargs = tool.validator.check_convert(args)
-        except ArgumentError as exc:
-            return error_result(format_argument_error(tool.name, exc.problems, args))
-        return await self.invoke(tool, kwargs, ctx, arguments=checked)
 
     async def invoke(
         self,

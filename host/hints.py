@@ -6,7 +6,7 @@ Most tool parameters are JSON-shaped: ``str``, ``int``, ``float``, ``bool``, ``N
 is written here directly, in the same shape pydantic would produce, so a host whose
 tools are all of this kind starts without importing pydantic (about a third of its
 start-up time and memory). Anything else returns None and the caller falls back to
-pydantic (:func:`toolwire.host.tools.build_tool`).
+pydantic (:func:`toolwire.host.decorator.build_tool`).
 """
 
 from __future__ import annotations

@@ -31,23 +31,22 @@ Rules:
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal, TypeVar, overload
 
-from toolwire.constants import DETAILS_META_KEY, TERMINATE_META_KEY
 from toolwire.messages import RequestId
 
-from .results import to_wire_content
+from .results import ToolResult, to_wire_content
 
 __all__ = [
     "NOT_GIVEN",
     "Block",
-    "CallResult",
     "HookSet",
+    "IncomingCall",
     "ResultPatch",
-    "ToolCall",
     "after_tool_call",
     "before_tool_call",
     "is_hook",
@@ -79,7 +78,7 @@ NOT_GIVEN: Any = _NotGiven()
 
 
 @dataclass(slots=True)
-class ToolCall:
+class IncomingCall:
     """One call as the client sent it, before any preparation or validation.
 
     Attributes:
@@ -102,55 +101,6 @@ class Block:
     reason: str | None = None
 
 
-@dataclass
-class CallResult:
-    """A call's result as after hooks see it (a view of the wire ``CallToolResult``).
-
-    Attributes:
-        content: the wire content blocks (dicts).
-        details: ``_meta["toolwire/details"]`` (None when absent).
-        is_error: ``isError``.
-        terminate: ``_meta["toolwire/terminate"]``.
-        structured: ``structuredContent`` (None when absent).
-    """
-
-    content: list[dict[str, Any]]
-    details: Any = None
-    is_error: bool = False
-    terminate: bool = False
-    structured: dict[str, Any] | None = None
-    _meta: dict[str, Any] = field(default_factory=dict, repr=False)
-
-    @classmethod
-    def from_wire(cls, result: dict[str, Any]) -> CallResult:
-        """The view of a wire ``CallToolResult``."""
-        meta = dict(result.get("_meta") or {})
-        return cls(
-            content=list(result.get("content") or []),
-            details=meta.pop(DETAILS_META_KEY, None),
-            is_error=result.get("isError") is True,
-            terminate=meta.pop(TERMINATE_META_KEY, None) is True,
-            structured=result.get("structuredContent"),
-            _meta=meta,
-        )
-
-    def to_wire(self) -> dict[str, Any]:
-        """The wire ``CallToolResult`` for this view."""
-        out: dict[str, Any] = {"content": self.content}
-        if self.structured is not None:
-            out["structuredContent"] = self.structured
-        if self.is_error:
-            out["isError"] = True
-        meta = dict(self._meta)
-        if self.details is not None:
-            meta[DETAILS_META_KEY] = self.details
-        if self.terminate:
-            meta[TERMINATE_META_KEY] = True
-        if meta:
-            out["_meta"] = meta
-        return out
-
-
 @dataclass(frozen=True)
 class ResultPatch:
     """Returned by an after hook: replace these fields of the result, each on its own.
@@ -171,20 +121,13 @@ class ResultPatch:
     is_error: Any = NOT_GIVEN
     terminate: Any = NOT_GIVEN
 
-    def apply(self, result: CallResult) -> CallResult:
+    def apply(self, result: ToolResult) -> ToolResult:
         """``result`` with this patch's fields replaced (a new object).
 
         Raises:
             TypeError: content that cannot become content blocks.
         """
-        out = CallResult(
-            content=result.content,
-            details=result.details,
-            is_error=result.is_error,
-            terminate=result.terminate,
-            structured=result.structured,
-            _meta=result._meta,
-        )
+        out = dataclasses.replace(result)
         if self.content is not NOT_GIVEN:
             out.content = [] if self.content is None else to_wire_content(self.content)
         if self.details is not NOT_GIVEN:

@@ -11,9 +11,10 @@ import types
 from pathlib import Path
 from typing import Any
 
+from .decorator import is_tool
+from .definition import Tool
 from .hooks import is_hook
 from .registry import Registry
-from .tools import Tool, is_tool
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -96,7 +97,7 @@ def load_tools(registry: Registry, spec: str) -> int:
 
     Raises:
         ImportError: the module cannot be imported.
-        toolwire.host.tools.ToolDefinitionError: a tool is invalid or a duplicate.
+        toolwire.host.definition.ToolDefinitionError: a tool is invalid or a duplicate.
     """
     module = import_spec(spec)
     found = tools_in(module)

@@ -41,12 +41,10 @@ import sys
 import sysconfig
 import unicodedata
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from .context import ExecEnv
+from typing import Protocol
 
 __all__ = [
+    "PathEnv",
     "PathError",
     "check_not_installation",
     "host_installation",
@@ -63,6 +61,17 @@ __all__ = [
 ]
 
 _UNICODE_SPACES = re.compile("[\u00a0\u2000-\u200a\u202f\u205f\u3000]")
+
+
+class PathEnv(Protocol):
+    """What the path rules need of an environment (an
+    :class:`~toolwire.host.context.ExecEnv`): its root and its working directory."""
+
+    @property
+    def root(self) -> Path: ...
+
+    @property
+    def cwd(self) -> Path: ...
 
 
 class PathError(ValueError):
@@ -108,7 +117,7 @@ def _names_directory(path: str, advice: str) -> PathError:
     )
 
 
-def resolve_path(env: ExecEnv, path: str, *, must_exist: bool = False) -> Path:
+def resolve_path(env: PathEnv, path: str, *, must_exist: bool = False) -> Path:
     """Resolve ``path`` for a tool acting in ``env``.
 
     A leading ``@`` (models copy it from ``@file`` mentions) is kept when the literal
@@ -147,7 +156,7 @@ def resolve_path(env: ExecEnv, path: str, *, must_exist: bool = False) -> Path:
     return real
 
 
-def resolve_write_path(env: ExecEnv, path: str, *, must_exist: bool = False) -> Path:
+def resolve_write_path(env: PathEnv, path: str, *, must_exist: bool = False) -> Path:
     """:func:`resolve_path` for a tool that changes a file (write, edit).
 
     Also refuses a path that names a directory (:func:`names_directory`: ``trail/``
@@ -164,7 +173,7 @@ def resolve_write_path(env: ExecEnv, path: str, *, must_exist: bool = False) -> 
     return real
 
 
-def _resolve_clean(env: ExecEnv, cleaned: str, path: str) -> Path:
+def _resolve_clean(env: PathEnv, cleaned: str, path: str) -> Path:
     """The real path of an argument already normalised (``path`` is for messages)."""
     candidate = Path(cleaned)
     if not candidate.is_absolute():
@@ -520,7 +529,7 @@ def path_variants(path: str) -> list[str]:
     return out
 
 
-def resolve_read_path(env: ExecEnv, path: str) -> Path:
+def resolve_read_path(env: PathEnv, path: str) -> Path:
     """Resolve a path a tool reads: like :func:`resolve_path` with ``must_exist``, but
     when the file is missing, also try the :func:`path_variants` spellings (after the
     usual normalisation, which turned U+202F into a plain space); the literal path's

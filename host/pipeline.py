@@ -17,20 +17,23 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .approval import ApprovalDecision, ApprovalPolicy
-from .context import ToolContext
-from .executor import Executor, format_argument_error
-from .hooks import Block, CallResult, HookError, HookSet, ResultPatch, ToolCall, call_hook
-from .results import error_result
-from .tools import ArgumentError, Tool
+from toolwire.extensions import ApprovalDecision
 
-__all__ = ["Approver", "Pipeline", "Prepared"]
+from .approval import ApprovalPolicy, HostDenial
+from .arguments import ArgumentError
+from .context import ToolContext
+from .definition import Tool
+from .executor import Executor, format_argument_error
+from .hooks import Block, HookError, HookSet, IncomingCall, ResultPatch, call_hook
+from .results import ToolResult, error_result
+
+__all__ = ["Approver", "Pipeline", "Preflight", "Prepared", "Refused"]
 
 log = logging.getLogger("toolwire.pipeline")
 
-Approver = Callable[[ToolCall, Tool, dict[str, Any]], Awaitable[ApprovalDecision | str]]
-"""``await approver(call, tool, args)``: the client's decision, or the text of a denial
-the host made itself (no capability, no answer in time, a malformed answer)."""
+Approver = Callable[[IncomingCall, Tool, dict[str, Any]], Awaitable[ApprovalDecision | HostDenial]]
+"""``await approver(call, tool, args)``: the client's decision, or a denial the host made
+itself (no capability, no answer in time, a malformed answer)."""
 
 
 @dataclass(slots=True)
@@ -46,10 +49,25 @@ class Prepared:
     """
 
     tool: Tool
-    call: ToolCall
+    call: IncomingCall
     ctx: ToolContext
     args: dict[str, Any]
     kwargs: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """A call that failed preflight and never runs.
+
+    Attributes:
+        result: its error result (a wire ``CallToolResult`` with ``isError: true``).
+    """
+
+    result: dict[str, Any]
+
+
+Preflight = Prepared | Refused
+"""What :meth:`Pipeline.preflight` returns: the call ready to run, or why it may not."""
 
 
 class Pipeline:
@@ -74,45 +92,31 @@ class Pipeline:
         self.policy = policy if policy is not None else ApprovalPolicy()
         self.approver = approver
 
-    async def run(self, tool: Tool, call: ToolCall, ctx: ToolContext) -> dict[str, Any]:
+    async def run(self, tool: Tool, call: IncomingCall, ctx: ToolContext) -> dict[str, Any]:
         """Preflight and execute one call; return its wire ``CallToolResult``."""
-        hooks = self.hooks
-        if (
-            tool.prepare_arguments is None
-            and not hooks.before
-            and not hooks.after
-            and not (self.policy.active and self.policy.needs_approval(tool))
-        ):
-            # The common case, kept short: check, convert, run.
-            try:
-                args, kwargs = tool.validator.check_convert(call.arguments)
-            except ArgumentError as exc:
-                return error_result(format_argument_error(tool.name, exc.problems, call.arguments))
-            return await self.executor.invoke(tool, kwargs, ctx, arguments=args)
-        prepared = await self.preflight(tool, call, ctx)
-        if type(prepared) is dict:
-            return prepared
-        assert isinstance(prepared, Prepared)
-        return await self.execute(prepared)
+        outcome = await self.preflight(tool, call, ctx)
+        if isinstance(outcome, Refused):
+            return outcome.result
+        return await self.execute(outcome)
 
-    async def preflight(
-        self, tool: Tool, call: ToolCall, ctx: ToolContext
-    ) -> Prepared | dict[str, Any]:
-        """Everything before the handler runs; returns the call ready to run, or its
-        error result. Never raises for the call's own failures."""
+    async def preflight(self, tool: Tool, call: IncomingCall, ctx: ToolContext) -> Preflight:
+        """Everything before the handler runs; returns the call ready to run
+        (:class:`Prepared`) or its error result (:class:`Refused`). Never raises for the
+        call's own failures."""
         name = tool.name
         args: Any = call.arguments
         if tool.prepare_arguments is not None:
             try:
                 args = tool.prepare_arguments(copy.deepcopy(args))
             except Exception as exc:
-                return error_result(
+                return _refused(
                     f'Could not prepare the arguments of tool "{name}": {_message(exc)}'
                 )
         try:
-            args = tool.check(args)
+            checked = tool.check(args)
         except ArgumentError as exc:
-            return error_result(format_argument_error(name, exc.problems, args))
+            return _refused(format_argument_error(name, exc.problems, args))
+        args = checked.arguments
 
         hooks = self.hooks
         if hooks.before:
@@ -124,51 +128,49 @@ class Pipeline:
                     try:
                         out = await call_hook(hook, call, args, ctx)
                     except HookError as exc:
-                        return error_result(str(exc))
+                        return _refused(str(exc))
                     if isinstance(out, Block):
-                        return error_result(
-                            out.reason or f'Tool call "{name}" was blocked by a hook'
-                        )
+                        return _refused(out.reason or f'Tool call "{name}" was blocked by a hook')
                     if type(out) is dict:
                         args = out
                     elif out is not None:
-                        return error_result(
+                        return _refused(
                             f'before_tool_call hook "{hook.name}" returned '
                             f"{type(out).__name__}; expected None, Block or a dict of arguments"
                         )
                 try:
-                    args = tool.check(args)
+                    checked = tool.check(args)
                 except ArgumentError as exc:
-                    return error_result(
+                    return _refused(
                         format_argument_error(name, exc.problems, args)
                         + "\n(the arguments as a before_tool_call hook left them)"
                     )
+                args = checked.arguments
 
         policy = self.policy
         if policy.active and policy.needs_approval(tool):
             if self.approver is None:
-                return error_result(
-                    f'Call denied: tool "{name}" needs approval and nobody can give it'
-                )
+                return _refused(f'Call denied: tool "{name}" needs approval and nobody can give it')
             decision = await self.approver(call, tool, args)
-            if isinstance(decision, str):
-                return error_result(decision)
+            if isinstance(decision, HostDenial):
+                return _refused(decision.message)
             if not decision.allowed:
-                return error_result(
+                return _refused(
                     f"Call denied by the client: {decision.reason or 'no reason given'}"
                 )
             if decision.arguments is not None:
                 try:
-                    args = tool.check(decision.arguments)
+                    checked = tool.check(decision.arguments)
                 except ArgumentError as exc:
-                    return error_result(
+                    return _refused(
                         format_argument_error(name, exc.problems, decision.arguments)
                         + "\n(the replacement arguments the client approved)"
                     )
+                args = checked.arguments
         try:
-            kwargs = tool.validator.to_kwargs(args)
+            kwargs = checked.kwargs()
         except ArgumentError as exc:
-            return error_result(format_argument_error(name, exc.problems, args))
+            return _refused(format_argument_error(name, exc.problems, args))
         return Prepared(tool, call, ctx, args, kwargs)
 
     async def execute(self, p: Prepared) -> dict[str, Any]:
@@ -179,7 +181,7 @@ class Pipeline:
         if hooks.after:
             afters = hooks.after_for(tool.name)
             if afters:
-                view = CallResult.from_wire(result)
+                view = ToolResult.from_wire(result)
                 for hook in afters:
                     try:
                         patch = await call_hook(hook, p.call, p.args, view, p.ctx)
@@ -200,6 +202,10 @@ class Pipeline:
                         )
                 result = view.to_wire()
         return result
+
+
+def _refused(message: str) -> Refused:
+    return Refused(error_result(message))
 
 
 def _message(exc: BaseException) -> str:

@@ -1,4 +1,4 @@
-"""The tool registry: name → :class:`~toolwire.host.tools.Tool`, definitions out, plus the
+"""The tool registry: name → :class:`~toolwire.host.definition.Tool`, definitions out, plus the
 hooks that run around calls (:mod:`toolwire.host.hooks`)."""
 
 from __future__ import annotations
@@ -7,8 +7,9 @@ import base64
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from .decorator import build_tool
+from .definition import Tool, ToolDefinitionError, check_tool_name
 from .hooks import HookKind, HookSet
-from .tools import Tool, ToolDefinitionError, build_tool, check_tool_name
 
 __all__ = ["Registry"]
 

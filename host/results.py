@@ -5,11 +5,11 @@ from __future__ import annotations
 import base64
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from toolwire import _json
-from toolwire.constants import DETAILS_META_KEY, TERMINATE_META_KEY
+from toolwire.extensions import DETAILS_META_KEY, TERMINATE_META_KEY
 
 __all__ = [
     "ToolError",
@@ -46,6 +46,11 @@ class ToolResult:
         structured: a JSON object sent as ``structuredContent``.
         is_error: mark the result as a tool error (the model sees it as a failure).
         terminate: ask an agent loop to stop after this batch (``_meta["toolwire/terminate"]``).
+        meta: any other ``_meta`` entries, sent as they are (after hooks see those of
+            the result they are given).
+
+    After hooks receive a result as a ToolResult too (:meth:`from_wire`): its content is
+    then a list of wire content blocks (dicts).
     """
 
     content: str | Sequence[Any] = ""
@@ -53,6 +58,20 @@ class ToolResult:
     structured: dict[str, Any] | None = None
     is_error: bool = False
     terminate: bool = False
+    meta: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_wire(cls, result: dict[str, Any]) -> ToolResult:
+        """The ToolResult of a wire ``CallToolResult`` (content as wire blocks)."""
+        meta = dict(result.get("_meta") or {})
+        return cls(
+            content=list(result.get("content") or []),
+            details=meta.pop(DETAILS_META_KEY, None),
+            structured=result.get("structuredContent"),
+            is_error=result.get("isError") is True,
+            terminate=meta.pop(TERMINATE_META_KEY, None) is True,
+            meta=meta,
+        )
 
     def to_wire(self) -> dict[str, Any]:
         """The ``CallToolResult`` object for the wire."""
@@ -61,12 +80,12 @@ class ToolResult:
             out["structuredContent"] = self.structured
         if self.is_error:
             out["isError"] = True
-        if self.details is not None or self.terminate:
-            meta: dict[str, Any] = {}
-            if self.details is not None:
-                meta[DETAILS_META_KEY] = _jsonable(self.details)
-            if self.terminate:
-                meta[TERMINATE_META_KEY] = True
+        meta = dict(self.meta)
+        if self.details is not None:
+            meta[DETAILS_META_KEY] = _jsonable(self.details)
+        if self.terminate:
+            meta[TERMINATE_META_KEY] = True
+        if meta:
             out["_meta"] = meta
         return out
 

@@ -551,8 +551,8 @@ async def run_in_env(
 
     The process runs in ``exec_env.sandbox`` (when it is active), with the
     environment it allows (:meth:`Sandbox.environment`: the ``env_allow`` part of the
-    host's environment plus ``exec_env.env``; the host's whole environment plus
-    ``exec_env.env`` when no sandbox is configured), the root mounted read-write,
+    host's environment plus ``exec_env.extra_env``; the host's whole environment plus
+    ``exec_env.extra_env`` when no sandbox is configured), the root mounted read-write,
     and the runner's guarantees of :func:`run_command`.
 
     Args:
@@ -569,9 +569,9 @@ async def run_in_env(
     sandbox = exec_env.sandbox
     if sandbox is None:
         env = dict(os.environ)
-        env.update(exec_env.env)
+        env.update(exec_env.extra_env)
     else:
-        env = sandbox.environment(os.environ, exec_env.env)
+        env = sandbox.environment(os.environ, exec_env.extra_env)
     return await run_command(
         argv,
         cwd=exec_env.cwd if cwd is None else cwd,

@@ -154,7 +154,7 @@ class SandboxSettings:
         extra_rw_paths: more absolute host paths visible read-write.
         env_allow: names (or ``fnmatch`` patterns such as ``LC_*``) of host environment
             variables passed to processes. Names that :func:`looks_secret` are dropped
-            even when listed; the tool environment's own ``ExecEnv.env`` is the way to
+            even when listed; the tool environment's own ``ExecEnv.extra_env`` is the way to
             hand a process a credential on purpose. Applies in every mode but "none".
         limits: resource limits, keys of :data:`LIMIT_KEYS` (``cpu_seconds``,
             ``address_space`` in bytes, ``processes``, ``file_size`` in bytes,

@@ -26,6 +26,7 @@ from toolwire.streams import FdReceiveStream, FdSendStream
 from . import outputs
 from .approval import ApprovalPolicy
 from .context import ExecEnv
+from .definition import ToolDefinitionError
 from .executor import Executor
 from .loading import load_builtins, load_entry_points, load_tools
 from .options import HostConfig, build_parser, take_over_stdio
@@ -33,7 +34,6 @@ from .procs import kill_descendants
 from .registry import Registry
 from .sandbox import Sandbox, resolve_sandbox
 from .server import HostServer
-from .tools import ToolDefinitionError
 
 __all__ = ["HostConfig", "build_parser", "main", "run_host", "take_over_stdio"]
 

@@ -22,6 +22,7 @@ from toolwire.errors import (
     REQUEST_CANCELLED,
     JsonRpcError,
 )
+from toolwire.extensions import CALL_BATCH, ApprovalDecision, declares_approval
 from toolwire.session import (
     ABORT_WAIT,
     PARAMS_NOT_AN_OBJECT,
@@ -30,15 +31,16 @@ from toolwire.session import (
     Session,
 )
 
-from .approval import ApprovalDecision, ApprovalPolicy, approve_call
+from .approval import ApprovalPolicy, HostDenial, approve_call
 from .batch import run_batch
-from .context import LOG_LEVELS, ExecEnv, ToolContext
+from .channel import LOG_LEVELS, LegacyChannel, ModernCall, ModernChannel, log_params
+from .context import ExecEnv, ToolContext
+from .definition import Tool
 from .executor import Executor
-from .hooks import ToolCall
-from .modern import ModernCall, ModernServer
+from .hooks import IncomingCall
+from .modern import ModernServer
 from .pipeline import Pipeline
 from .registry import Registry
-from .tools import Tool
 
 __all__ = ["HostServer"]
 
@@ -115,13 +117,13 @@ class HostServer:
             {
                 "initialize": self._initialize,
                 "ping": self._ping,
-                "tools/list": self._tools_list,
+                "tools/list": self.tools_list,
                 "logging/setLevel": self._set_level,
                 "shutdown": self._shutdown,
             }
         )
-        session.request_handlers["tools/call"] = self._tools_call
-        session.request_handlers["tools/callBatch"] = self._tools_call_batch
+        session.request_handlers["tools/call"] = self.tools_call
+        session.request_handlers[CALL_BATCH] = self._tools_call_batch
         session.notification_handlers.update(
             {
                 "notifications/initialized": self._on_initialized,
@@ -150,13 +152,14 @@ class HostServer:
         result: dict[str, Any] = {
             "protocolVersion": version,
             "capabilities": {"tools": {"listChanged": True}, "logging": {}},
-            "serverInfo": self._server_info(),
+            "serverInfo": self.server_info(),
         }
         if self.instructions:
             result["instructions"] = self.instructions
         return result
 
-    def _server_info(self) -> dict[str, Any]:
+    def server_info(self) -> dict[str, Any]:
+        """``serverInfo``: ``{name, version, description?}``."""
         info: dict[str, Any] = {"name": self.server_name, "version": __version__}
         if self.server_description:
             info["description"] = self.server_description
@@ -175,10 +178,10 @@ class HostServer:
         arrives, every earlier request has had its own (protocol.md §3.4)."""
         self.shutdown_requested = True
         session = ctx.session
-        session.request_handlers.clear()
-        session.inline_request_handlers.clear()
-        session.unknown_method_handler = lambda method: JsonRpcError(
-            INVALID_REQUEST, f"Server is shutting down; {method} refused", {"method": method}
+        session.refuse_requests(
+            lambda method: JsonRpcError(
+                INVALID_REQUEST, f"Server is shutting down; {method} refused", {"method": method}
+            )
         )
         error = JsonRpcError(
             REQUEST_CANCELLED,
@@ -237,10 +240,7 @@ class HostServer:
         """Send ``notifications/message`` when ``level`` meets the client's threshold."""
         if self.session is None or LOG_LEVELS.get(level, 0) < self.log_level:
             return
-        params: dict[str, Any] = {"level": level, "data": data}
-        if logger:
-            params["logger"] = logger
-        self.session.notify("notifications/message", params)
+        self.session.notify("notifications/message", log_params(level, data, logger))
 
     def _tools_changed(self) -> None:
         if self.session is not None and self.initialized:
@@ -248,7 +248,12 @@ class HostServer:
 
     # ------------------------------------------------------------------ tools
 
-    def _tools_list(self, params: Any, ctx: RequestContext) -> dict[str, Any]:
+    def tools_list(self, params: Any, ctx: RequestContext) -> dict[str, Any]:
+        """``tools/list``: one page of definitions, ``{tools, nextCursor?}``.
+
+        Raises:
+            JsonRpcError: -32602 for a cursor that is not a string or not this host's.
+        """
         params = _object_params(params)
         cursor = params.get("cursor")
         if cursor is not None and not isinstance(cursor, str):
@@ -262,9 +267,15 @@ class HostServer:
             result["nextCursor"] = next_cursor
         return result
 
-    async def _tools_call(
+    async def tools_call(
         self, params: Any, rctx: RequestContext, modern: ModernCall | None = None
     ) -> dict[str, Any]:
+        """``tools/call`` in either era (``modern`` set for 2026-07-28); returns the wire
+        ``CallToolResult``.
+
+        Raises:
+            JsonRpcError: -32602 for malformed params or an unknown tool.
+        """
         if type(params) is not dict:
             raise JsonRpcError(
                 INVALID_PARAMS, "tools/call params must be an object {name, arguments?}"
@@ -280,23 +291,32 @@ class HostServer:
             arguments = {}
         elif type(arguments) is not dict:
             raise JsonRpcError(INVALID_PARAMS, "'arguments' must be an object")
-        ctx = ToolContext(rctx.id, name, self.env, self, rctx, modern)
-        return await self.pipeline.run(tool, ToolCall(rctx.id, name, arguments), ctx)
+        channel = (
+            LegacyChannel(rctx, self) if modern is None else ModernChannel(rctx, modern, rctx.id)
+        )
+        ctx = ToolContext(rctx.id, name, self.env, channel)
+        return await self.pipeline.run(tool, IncomingCall(rctx.id, name, arguments), ctx)
 
     async def _tools_call_batch(self, params: Any, rctx: RequestContext) -> dict[str, Any]:
-        return await run_batch(self, params, rctx)
+        return await run_batch(
+            params,
+            rctx,
+            registry=self.registry,
+            pipeline=self.pipeline,
+            env=self.env,
+            channel_for=lambda call_id: LegacyChannel(None, self),
+        )
 
     # ------------------------------------------------------------------ approval
 
     @property
     def client_approves(self) -> bool:
         """True when the client declared ``capabilities.toolwire.approval: true``."""
-        ext = self.client_capabilities.get("toolwire")
-        return type(ext) is dict and ext.get("approval") is True
+        return declares_approval(self.client_capabilities)
 
     async def ask_approval(
-        self, call: ToolCall, tool: Tool, arguments: dict[str, Any]
-    ) -> ApprovalDecision | str:
+        self, call: IncomingCall, tool: Tool, arguments: dict[str, Any]
+    ) -> ApprovalDecision | HostDenial:
         """Ask the client (``toolwire/approve``, else an elicitation form, in either
         era); see :func:`toolwire.host.approval.approve_call`."""
         return await approve_call(self, call, tool, arguments)

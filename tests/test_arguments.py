@@ -19,9 +19,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, Field, create_model, field_validator
 from toolwire.host import ToolContext, tool
-from toolwire.host.executor import Executor, format_argument_error
+from toolwire.host.arguments import ArgumentError
+from toolwire.host.decorator import build_tool
+from toolwire.host.executor import format_argument_error
 from toolwire.host.schema import ArgumentSchema
-from toolwire.host.tools import ArgumentError, build_tool
+
+from tests.test_builtin_support import run_tool
 
 INVALID: Any = object()
 
@@ -233,11 +236,11 @@ def test_coercion_table(annotation: Any, fragment: Any, value: Any, expected: An
         before = copy.deepcopy(arguments)
         if expected is INVALID:
             with pytest.raises(ArgumentError) as e:
-                t.validate(arguments)
+                t.check(arguments).kwargs()
             assert e.value.problems, style
             assert e.value.problems[0][0].startswith("v"), (style, e.value.problems)
         else:
-            kwargs = t.validate(arguments)
+            kwargs = t.check(arguments).kwargs()
             assert "undeclared" not in str(list(kwargs)), style
             got = t.handler(**kwargs)
             assert same(got, expected), (style, got, expected)
@@ -274,7 +277,7 @@ def test_handler_values_are_converted_only_where_the_type_needs_it() -> None:
         return ""
 
     t = build_tool(f)
-    kw = t.validate(
+    kw = t.check(
         {
             "when": "2024-05-01T10:00:00Z",
             "color": "red",
@@ -284,7 +287,7 @@ def test_handler_values_are_converted_only_where_the_type_needs_it() -> None:
             "n": "4",
             "ratio": 2,
         }
-    )
+    ).kwargs()
     assert kw["when"] == dt.datetime(2024, 5, 1, 10, tzinfo=dt.UTC)
     assert kw["color"] is Color.RED
     assert kw["inner"] == Inner(x=1)
@@ -292,14 +295,14 @@ def test_handler_values_are_converted_only_where_the_type_needs_it() -> None:
     assert kw["pick"] == "a" and kw["n"] == 4
     assert type(kw["ratio"]) is float
     with pytest.raises(ArgumentError) as e:
-        t.validate(
+        t.check(
             {"when": "yesterday", "color": "red", "inner": {"x": 1}, "items": [], "pick": "a"}
-        )
+        ).kwargs()
     assert [p for p, _ in e.value.problems] == ["when"]
     with pytest.raises(ArgumentError) as e:
-        t.validate(
+        t.check(
             {"when": "2024-05-01T10:00:00Z", "color": "blue", "inner": {}, "items": [], "pick": "c"}
-        )
+        ).kwargs()
     assert [p for p, _ in e.value.problems] == ["color", "inner.x", "pick"]
 
 
@@ -310,9 +313,9 @@ def test_a_model_validator_the_schema_cannot_express_still_applies() -> None:
         return ""
 
     t = build_tool(f)
-    assert t.validate({"n": "4"})["args"] == Even(n=4)
+    assert t.check({"n": "4"}).kwargs()["args"] == Even(n=4)
     with pytest.raises(ArgumentError) as e:
-        t.validate({"n": 3})
+        t.check({"n": 3}).kwargs()
     assert e.value.problems == [("n", "Value error, must be even")]
 
 
@@ -328,9 +331,9 @@ def test_valid_arguments_are_not_copied() -> None:
         return ""
 
     args = {"q": "x"}
-    assert build_tool(raw).validate(args)["args"] is args
+    assert build_tool(raw).check(args).kwargs()["args"] is args
     nested = {"text": "x"}
-    assert build_tool(hints).check(nested) is nested
+    assert build_tool(hints).check(nested).arguments is nested
 
 
 def test_undeclared_fields_and_explicit_extras() -> None:
@@ -343,12 +346,12 @@ def test_undeclared_fields_and_explicit_extras() -> None:
 
         return build_tool(tool(input_schema=schema)(f))
 
-    assert make(base).validate({"a": 1, "b": 2}) == {"args": {"a": 1}}
+    assert make(base).check({"a": 1, "b": 2}).kwargs() == {"args": {"a": 1}}
     # a schema that admits other fields declares them
     extras = {**base, "additionalProperties": {"type": "integer"}}
-    assert make(extras).validate({"a": 1, "b": "2"}) == {"args": {"a": 1, "b": 2}}
+    assert make(extras).check({"a": 1, "b": "2"}).kwargs() == {"args": {"a": 1, "b": 2}}
     with pytest.raises(ArgumentError):
-        make({**base, "additionalProperties": False}).validate({"a": 1, "b": 2})
+        make({**base, "additionalProperties": False}).check({"a": 1, "b": 2}).kwargs()
 
 
 def test_error_text_lists_every_path_and_the_arguments_received() -> None:
@@ -359,7 +362,7 @@ def test_error_text_lists_every_path_and_the_arguments_received() -> None:
 
     args = {"a": "nope", "items": [{"x": 1}, {"x": "y"}, {}], "c": "maybe"}
     with pytest.raises(ArgumentError) as e:
-        build_tool(f).validate(args)
+        build_tool(f).check(args).kwargs()
     text = format_argument_error("f", e.value.problems, args)
     assert text.splitlines()[0] == 'Invalid arguments for tool "f":'
     assert [line.split(":")[0] for line in text.splitlines()[1:6]] == [
@@ -396,9 +399,8 @@ async def test_prepare_arguments_runs_before_validation_and_failures_are_results
 
     t = build_tool(f)
     ctx = ToolContext(1, "f", ExecEnv.at(Path.cwd()))
-    ex = Executor()
-    assert (await ex.run(t, {"old": "5"}, ctx))["content"][0]["text"] == "new=5"
-    failed = await ex.run(t, {"boom": True}, ctx)
+    assert (await run_tool(t, {"old": "5"}, ctx))["content"][0]["text"] == "new=5"
+    failed = await run_tool(t, {"boom": True}, ctx)
     assert failed["isError"] is True
     assert failed["content"][0]["text"] == (
         "Could not prepare the arguments of tool \"f\": 'no good'"
@@ -634,7 +636,7 @@ def _optional_styles() -> list[tuple[str, Any]]:
 @pytest.mark.parametrize("style", ["hints", "model", "schema"])
 def test_null_for_an_optional_parameter_means_absent(style: str) -> None:
     t = dict(_optional_styles())[style]
-    got = t.handler(**t.validate({"name": "n", "count": None, "label": None}))
+    got = t.handler(**t.check({"name": "n", "count": None, "label": None}).kwargs())
     assert got == {"name": "n", "count": 3, "label": "x"}, style
 
 
@@ -642,7 +644,7 @@ def test_null_for_an_optional_parameter_means_absent(style: str) -> None:
 def test_null_for_a_required_parameter_is_an_error_naming_it(style: str) -> None:
     t = dict(_optional_styles())[style]
     with pytest.raises(ArgumentError) as e:
-        t.validate({"name": None, "count": None})
+        t.check({"name": None, "count": None}).kwargs()
     assert [p for p, _ in e.value.problems] == ["name"], (style, e.value.problems)
     assert "null" in e.value.problems[0][1]
 
@@ -654,12 +656,12 @@ def test_null_inside_items_is_an_error_and_nullable_parameters_keep_null() -> No
 
     t = build_tool(tool(edits))
     with pytest.raises(ArgumentError) as e:
-        t.validate({"items": [{"old": "a", "new": None}]})
+        t.check({"items": [{"old": "a", "new": None}]}).kwargs()
     assert [p for p, _ in e.value.problems] == ["items.0.new"]
-    got = t.handler(**t.validate({"items": [{"old": "a", "new": "b", "note": None}]}))
+    got = t.handler(**t.check({"items": [{"old": "a", "new": "b", "note": None}]}).kwargs())
     assert got == ([{"old": "a", "new": "b", "note": "-"}], "d")
     # A parameter that admits null receives null (not its default).
-    assert t.handler(**t.validate({"items": [], "maybe": None})) == ([], None)
+    assert t.handler(**t.check({"items": [], "maybe": None}).kwargs()) == ([], None)
 
 
 def test_null_is_never_converted_inside_arrays_and_unions() -> None:

@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from toolwire.host import ExecEnv, Executor, ToolContext
+from toolwire.host import ExecEnv, ToolContext
 from toolwire.host.builtins.bash import OutputCollector
+from toolwire.host.channel import CallChannel
 from toolwire.host.truncate import MAX_BYTES
 
 from tests.e2e_helpers import PROMPT, exits_within
@@ -73,14 +74,14 @@ async def test_bad_timeout_rejected(tmp_path: Path) -> None:
 async def test_missing_cwd(tmp_path: Path) -> None:
     env = ExecEnv.at(tmp_path)
     env.cwd = tmp_path / "gone"
-    from tests.test_builtin_support import TOOLS
+    from tests.test_builtin_support import TOOLS, run_tool
 
-    r = await Executor().run(TOOLS["bash"], {"command": "true"}, ToolContext("x", "bash", env))
+    r = await run_tool(TOOLS["bash"], {"command": "true"}, ToolContext("x", "bash", env))
     assert is_error(r) and "Working directory does not exist" in text(r)
 
 
 async def test_env_variables_passed(tmp_path: Path) -> None:
-    r = await call(tmp_path, "bash", {"command": "echo $TW_TEST"}, env={"TW_TEST": "hi"})
+    r = await call(tmp_path, "bash", {"command": "echo $TW_TEST"}, extra_env={"TW_TEST": "hi"})
     assert text(r) == "hi"
 
 
@@ -154,21 +155,21 @@ def test_collector_counts_whole_output_beyond_window() -> None:
     os.unlink(c.file_path)
 
 
-class _Progress:
+class _Progress(CallChannel):
     def __init__(self) -> None:
         self.reports: list[tuple[float, str | None]] = []
 
-    def report_progress(self, progress: float, total: float | None, message: str | None) -> None:
+    def progress(self, progress: float, total: float | None, message: str | None) -> None:
         self.reports.append((progress, message))
 
 
 async def test_progress_is_throttled_and_increasing(tmp_path: Path) -> None:
-    from tests.test_builtin_support import TOOLS
+    from tests.test_builtin_support import TOOLS, run_tool
 
     rec = _Progress()
-    ctx = ToolContext("p", "bash", ExecEnv.at(tmp_path), request=rec)
+    ctx = ToolContext("p", "bash", ExecEnv.at(tmp_path), rec)
     cmd = "for i in $(seq 5000); do echo line$i; done; sleep 0.3; echo last"
-    r = await Executor().run(TOOLS["bash"], {"command": cmd}, ctx)
+    r = await run_tool(TOOLS["bash"], {"command": cmd}, ctx)
     assert not is_error(r)
     assert 1 <= len(rec.reports) < 25
     values = [p for p, _ in rec.reports]

@@ -8,9 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from toolwire.host import ExecEnv, Executor, ToolContext
+from toolwire.host import ExecEnv, Executor, IncomingCall, Pipeline, Tool, ToolContext
 from toolwire.host.builtins import builtin_tools
-from toolwire.host.tools import build_tool
+from toolwire.host.decorator import build_tool
 
 from toolwire.models import DETAILS_META_KEY
 
@@ -21,7 +21,16 @@ async def call(root: Path, name: str, args: dict[str, Any], **env: Any) -> dict[
     """Run built-in ``name`` with ``args`` in an environment rooted at ``root``;
     returns the wire ``CallToolResult``."""
     ctx = ToolContext("test-call", name, ExecEnv.at(root, **env))
-    return await Executor(default_timeout=60).run(TOOLS[name], args, ctx)
+    return await run_tool(TOOLS[name], args, ctx, Executor(default_timeout=60))
+
+
+async def run_tool(
+    tool: Tool, args: dict[str, Any], ctx: ToolContext, executor: Executor | None = None
+) -> dict[str, Any]:
+    """Run one call of ``tool`` through the call pipeline (no hooks, no approval), as the
+    host runs a ``tools/call``; returns the wire ``CallToolResult``."""
+    pipeline = Pipeline(executor or Executor())
+    return await pipeline.run(tool, IncomingCall(ctx.call_id, tool.name, args), ctx)
 
 
 def text(result: dict[str, Any]) -> str:

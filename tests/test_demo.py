@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from toolwire.client import ToolCallResult
+from toolwire.client import ToolReply
 from toolwire.client.demo import check_tests, find_example, load_plan, pytest_summary
 from toolwire.host.builtins import builtin_tools
 
@@ -57,10 +57,10 @@ def pytest_in(path: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def bash_result(text: str, exit_code: int | None) -> ToolCallResult:
+def bash_result(text: str, exit_code: int | None) -> ToolReply:
     meta = {"toolwire/details": {"exitCode": exit_code}} if exit_code is not None else None
     result = CallToolResult(content=[TextContent(text=text)], is_error=bool(exit_code), _meta=meta)
-    return ToolCallResult(1, "bash", result)
+    return ToolReply(1, "bash", result)
 
 
 # --------------------------------------------------------------------------- the project

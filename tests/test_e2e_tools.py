@@ -9,7 +9,7 @@ from typing import Any
 import jsonschema
 import pytest
 from toolwire.host.builtins import builtin_tools
-from toolwire.host.tools import build_tool
+from toolwire.host.decorator import build_tool
 
 from tests.e2e_helpers import WIRE_TOOLS, text_of, wire_host
 from tests.hostproc import REPO, HostProcess

@@ -10,8 +10,10 @@ from typing import Annotated, Any, Literal, NotRequired, Optional, TypedDict
 import pytest
 from pydantic import TypeAdapter
 from toolwire.host import Param, tool
+from toolwire.host.arguments import ArgumentError
+from toolwire.host.decorator import build_tool
 from toolwire.host.hints import simple_schema
-from toolwire.host.tools import ArgumentError, _clean_schema, build_tool
+from toolwire.host.pydantic_glue import clean_schema
 
 from tests.hostproc import REPO
 
@@ -96,7 +98,7 @@ def test_whole_tool_schema_matches_the_pydantic_path() -> None:
         mode=(Literal["fast", "slow"], "fast"),
         note=(str, Field(default="", description="free text")),
     )
-    assert built.input_schema == _clean_schema(model.model_json_schema())
+    assert built.input_schema == clean_schema(model.model_json_schema())
 
 
 def test_param_constraints_are_in_the_schema_and_enforced() -> None:
@@ -118,9 +120,9 @@ def test_param_constraints_are_in_the_schema_and_enforced() -> None:
         "type": "integer",
     }
     assert props["word"]["minLength"] == 2
-    assert built.validate({"limit": 3}) == {"limit": 3}
+    assert built.check({"limit": 3}).kwargs() == {"limit": 3}
     with pytest.raises(ArgumentError) as e:
-        built.validate({"limit": 0, "word": "x"})
+        built.check({"limit": 0, "word": "x"}).kwargs()
     assert {p for p, _ in e.value.problems} == {"limit", "word"}
 
 
@@ -132,7 +134,7 @@ def test_param_default_without_a_signature_default_reaches_the_handler() -> None
 
     built = build_tool(h)
     assert "required" not in built.input_schema
-    assert built.validate({}) == {"n": 7}
+    assert built.check({}).kwargs() == {"n": 7}
 
 
 def test_host_with_plain_tools_starts_without_pydantic_or_jsonschema() -> None:
@@ -182,7 +184,7 @@ def test_builtins_load_without_pydantic() -> None:
     code = (
         "import sys\n"
         "from toolwire.host.builtins import builtin_tools\n"
-        "from toolwire.host.tools import build_tool\n"
+        "from toolwire.host.decorator import build_tool\n"
         "tools = [build_tool(f) for f in builtin_tools()]\n"
         "print([m for m in ('pydantic', 'jsonschema', 'toolwire.models') if m in sys.modules])\n"
     )

@@ -12,20 +12,21 @@ from toolwire.host import (
     NOT_GIVEN,
     ApprovalPolicy,
     Block,
-    CallResult,
     ExecEnv,
     Executor,
+    IncomingCall,
     Pipeline,
     Registry,
     ResultPatch,
-    ToolCall,
     ToolContext,
+    ToolResult,
     before_tool_call,
     loading,
     tool,
 )
-from toolwire.host.approval import parse_answer
 from toolwire.host.mutation import MutationQueue, mutation_keys
+
+from toolwire.extensions import ApprovalDecision
 
 pytestmark = pytest.mark.anyio
 
@@ -49,7 +50,7 @@ async def _run(registry: Registry, tmp_path: Path, arguments: dict[str, Any]) ->
     t = registry.get("shout")
     assert t is not None
     pipeline = Pipeline(Executor(), registry.hooks)
-    return await pipeline.run(t, ToolCall(1, "shout", arguments), _ctx(tmp_path))
+    return await pipeline.run(t, IncomingCall(1, "shout", arguments), _ctx(tmp_path))
 
 
 async def test_hooks_registered_in_python_see_raw_call_and_checked_args(tmp_path: Path) -> None:
@@ -57,11 +58,11 @@ async def test_hooks_registered_in_python_see_raw_call_and_checked_args(tmp_path
     r.add(shout)
     seen: list[Any] = []
 
-    def before(call: ToolCall, args: dict[str, Any], ctx: ToolContext) -> Any:
+    def before(call: IncomingCall, args: dict[str, Any], ctx: ToolContext) -> Any:
         seen.append(("before", dict(call.arguments), dict(args), ctx.tool_name))
         args["n"] = 2  # in place: validated again, then used
 
-    async def after(call: ToolCall, args: dict[str, Any], result: CallResult, ctx: Any) -> Any:
+    async def after(call: IncomingCall, args: dict[str, Any], result: ToolResult, ctx: Any) -> Any:
         seen.append(("after", args, result.content[0]["text"]))
         return None
 
@@ -84,12 +85,12 @@ async def test_first_block_wins_and_a_raising_hook_is_an_error_result(tmp_path: 
     calls: list[str] = []
 
     @before_tool_call
-    def first(call: ToolCall, args: dict[str, Any], ctx: Any) -> Any:
+    def first(call: IncomingCall, args: dict[str, Any], ctx: Any) -> Any:
         calls.append("first")
         return Block("first says no") if args["text"] == "no" else None
 
     @before_tool_call
-    def second(call: ToolCall, args: dict[str, Any], ctx: Any) -> Any:
+    def second(call: IncomingCall, args: dict[str, Any], ctx: Any) -> Any:
         calls.append("second")
         if args["text"] == "boom":
             raise RuntimeError("kaput")
@@ -109,7 +110,7 @@ async def test_first_block_wins_and_a_raising_hook_is_an_error_result(tmp_path: 
 
 
 def test_result_patches_replace_fields_one_by_one_and_none_clears() -> None:
-    base = CallResult.from_wire(
+    base = ToolResult.from_wire(
         {
             "content": [{"type": "text", "text": "x"}],
             "isError": True,
@@ -194,9 +195,11 @@ def test_approval_policy() -> None:
     assert marked(["all"]) == ["ro", "rw", "plain"]
     assert marked(["ro, plain"]) == ["ro", "plain"]
     assert marked(["ro", "destructive"]) == ["ro", "rw", "plain"]
-    assert parse_answer({"decision": "allow"}).allowed  # type: ignore[union-attr]
-    assert isinstance(parse_answer({"decision": "deny", "reason": 3}), str)
-    assert isinstance(parse_answer(None), str)
+    assert ApprovalDecision.from_wire({"decision": "allow"}).allowed
+    with pytest.raises(ValueError):
+        ApprovalDecision.from_wire({"decision": "deny", "reason": 3})
+    with pytest.raises(ValueError):
+        ApprovalDecision.from_wire(None)
 
 
 async def test_mutation_queue_is_fifo_per_key_and_forgets_idle_keys(tmp_path: Path) -> None:

@@ -12,9 +12,10 @@ import jsonschema
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from toolwire.host.decorator import build_tool, tool
+from toolwire.host.definition import ToolDefinitionError
 from toolwire.host.metacheck import meta_verdict
 from toolwire.host.schema import ArgumentSchema
-from toolwire.host.tools import ToolDefinitionError, build_tool, tool
 
 KEYWORDS = [
     "type",

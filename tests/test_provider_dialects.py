@@ -19,8 +19,10 @@ import pytest
 from pydantic import BaseModel, Field
 from toolwire.client import adapters as ad
 from toolwire.client.conversation import ToolCall
+from toolwire.host.arguments import ArgumentError
 from toolwire.host.builtins import builtin_tools
-from toolwire.host.tools import ArgumentError, Tool, build_tool, tool
+from toolwire.host.decorator import build_tool, tool
+from toolwire.host.definition import Tool
 
 from tests.provider_checks import check_declarations, example
 from toolwire.models import ToolDefinition
@@ -211,7 +213,7 @@ def test_a_call_shaped_by_the_declaration_validates_on_the_host(
     call = tools.call_from_wire(ToolCall("c1", _name(api, decl), args))
     host_tool = BY_NAME[call.name]
     try:
-        host_tool.validate(call.arguments)
+        host_tool.check(call.arguments).kwargs()
     except ArgumentError as exc:
         raise AssertionError(
             f"{api} declared {_params(api, decl)}\nthe model sent {args}\n"
@@ -270,7 +272,7 @@ def test_an_enum_of_numbers_without_type_is_declared_as_numbers() -> None:
 
 def test_the_host_coerces_a_numeric_string_towards_an_untyped_enum() -> None:
     host_tool = build_tool(_raw("untyped_enum", UNTYPED_ENUM))
-    assert host_tool.check({"level": "2"}) == {"level": 2}
+    assert host_tool.check({"level": "2"}).arguments == {"level": 2}
 
 
 def test_a_map_is_declared_to_gemini_as_key_value_pairs() -> None:

@@ -20,7 +20,8 @@ from toolwire.host import (
     loading,
     tool,
 )
-from toolwire.host.tools import ArgumentError, build_tool
+from toolwire.host.arguments import ArgumentError
+from toolwire.host.decorator import build_tool
 
 
 def _schema(fn: Any) -> dict[str, Any]:
@@ -99,7 +100,7 @@ def test_context_parameter_is_injected_not_described() -> None:
     t = build_tool(f)
     assert t.context_param == "ctx"
     assert set(t.input_schema["properties"]) == {"x"}
-    assert t.validate({"x": 1}) == {"x": 1}
+    assert t.check({"x": 1}).kwargs() == {"x": 1}
 
 
 def test_overrides() -> None:
@@ -153,7 +154,7 @@ def test_pydantic_model_parameter() -> None:
     t = build_tool(f)
     assert t.input_schema["properties"]["name"]["description"] == "a name"
     assert t.input_schema["required"] == ["name"]
-    kwargs = t.validate({"name": "x"})
+    kwargs = t.check({"name": "x"}).kwargs()
     assert isinstance(kwargs["args"], Args) and kwargs["args"].n == 1
 
 
@@ -175,11 +176,11 @@ def test_raw_json_schema_is_compiled_once_and_validated() -> None:
     assert t.input_schema is schema
     check = t.validator.schema.is_valid
     assert t.validator.schema.fast  # the compiled check, not jsonschema
-    assert t.validate({"q": "a"}) == {"args": {"q": "a"}}
+    assert t.check({"q": "a"}).kwargs() == {"args": {"q": "a"}}
     assert t.validator.schema.is_valid is check
     assert isinstance(t.validator.schema.validator, jsonschema.Draft202012Validator)
     with pytest.raises(ArgumentError) as e:
-        t.validate({"n": -1, "zz": 1})
+        t.check({"n": -1, "zz": 1}).kwargs()
     paths = [p for p, _ in e.value.problems]
     assert "q" in paths and "n" in paths and "(root)" in paths
 
@@ -206,7 +207,9 @@ def test_every_failing_field_is_listed() -> None:
         return ""
 
     with pytest.raises(ArgumentError) as e:
-        build_tool(f).validate({"a": "nope", "items": [{"x": 1}, {"x": "y"}, {}], "c": "maybe"})
+        build_tool(f).check(
+            {"a": "nope", "items": [{"x": 1}, {"x": "y"}, {}], "c": "maybe"}
+        ).kwargs()
     paths = [p for p, _ in e.value.problems]
     assert paths == ["a", "b", "items.1.x", "items.2.x", "c"]
 

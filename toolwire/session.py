@@ -348,6 +348,7 @@ class Session:
         """Consulted first for every request: ``router(method, params)`` returns the
         handler that serves it, or None to look it up in the handler tables (the host
         routes MCP 2026-07-28 requests this way, by their ``_meta`` envelope)."""
+        self._refusal: Callable[[str], JsonRpcError] | None = None
         self._in_flight: dict[RequestId, RequestContext] = {}
         self._pending: dict[RequestId, _Pending] = {}
         self._next_id = 0
@@ -551,6 +552,12 @@ class Session:
             self.notify("notifications/cancelled", {"requestId": req_id, "reason": reason})
 
     # ----------------------------------------------------------------- lifecycle
+
+    def refuse_requests(self, refusal: Callable[[str], JsonRpcError]) -> None:
+        """Answer every request read from now on with the error ``refusal(method)``,
+        whatever its method (LSP ``shutdown``); requests already taken are unaffected,
+        notifications and responses are still handled."""
+        self._refusal = refusal
 
     def close(self) -> None:
         """Stop reading, cancel in-flight requests, flush queued output; serve() returns."""
@@ -788,6 +795,9 @@ class Session:
                     JsonRpcError(INVALID_REQUEST, f"Request id {req.id!r} is already in use"),
                 ),
             )
+            return
+        if self._refusal is not None:
+            self._reply(batch, error_response(req.id, self._refusal(req.method)))
             return
         routed = self.request_router(req.method, req.params) if self.request_router else None
         inline = None if routed is not None else self.inline_request_handlers.get(req.method)

@@ -35,9 +35,9 @@ tool definition carries in ``_meta``.
 
 from __future__ import annotations
 
+from toolwire.extensions import PROMPT_GUIDELINES_META_KEY, PROMPT_SNIPPET_META_KEY
+
 from ._common import (
-    PROMPT_GUIDELINES_META_KEY,
-    PROMPT_SNIPPET_META_KEY,
     ParsedToolResult,
     ProviderTools,
     content_text,

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from toolwire.extensions import PROMPT_GUIDELINES_META_KEY, PROMPT_SNIPPET_META_KEY
 from toolwire.models import (
     AudioContent,
     ContentBlock,
@@ -23,11 +24,6 @@ from ..conversation import StopReason, ToolCall
 from ..partial_json import ArgumentsError, parse_final_arguments, parse_partial_arguments
 from ._names import NameRule, wire_names
 from ._schema import Restore, resolve_pointer, same
-
-PROMPT_SNIPPET_META_KEY = "toolwire/promptSnippet"
-"""Key under a tool definition's ``_meta``: a one-line description for the system prompt."""
-PROMPT_GUIDELINES_META_KEY = "toolwire/promptGuidelines"
-"""Key under a tool definition's ``_meta``: a list of usage guidelines for the system prompt."""
 
 
 def parameters_of(tool: ToolDefinition) -> dict[str, Any]:

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
+from ..decorator import tool
 from ..paths import PathError, check_not_installation, is_inside, open_directory
 from ..results import ToolError
-from ..tools import tool
 
 __all__ = [
     "GlobMatcher",

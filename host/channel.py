@@ -1,0 +1,222 @@
+"""The channel from a running call back to its client: progress, log, drain, input requests.
+
+:class:`~toolwire.host.context.ToolContext` reaches the client only through a
+:class:`CallChannel`, one implementation per kind of call:
+
+* :class:`CallChannel` itself: no client (a tool run directly, in tests or embedded):
+  progress and log go nowhere, asking raises :class:`~toolwire.host.results.ToolError`;
+* :class:`LegacyChannel`: a 2025-11-25 ``tools/call`` (progress on the request's token,
+  log at the level set with ``logging/setLevel``, server→client requests to ask);
+* :class:`ModernChannel`: a 2026-07-28 ``tools/call`` (log only when the request asked
+  for it, questions become input requests of an input-required result);
+* a call of a batch wraps one of these (``host/batch.py``): its progress becomes
+  ``notifications/toolwire/callProgress``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from toolwire.errors import JsonRpcError
+from toolwire.messages import RequestId
+from toolwire.modern import INPUT_METHODS, Envelope
+from toolwire.session import RequestContext, Session
+
+from .results import ToolError
+from .rounds import InputRound
+
+__all__ = [
+    "LOG_LEVELS",
+    "CallChannel",
+    "LegacyChannel",
+    "LegacyPeer",
+    "ModernCall",
+    "ModernChannel",
+    "log_params",
+]
+
+LOG_LEVELS: dict[str, int] = {
+    "debug": 0,
+    "info": 1,
+    "notice": 2,
+    "warning": 3,
+    "error": 4,
+    "critical": 5,
+    "alert": 6,
+    "emergency": 7,
+}
+"""RFC 5424 severities as MCP names them, mapped to their order (higher is more severe)."""
+
+
+def log_params(level: str, data: Any, logger: str | None) -> dict[str, Any]:
+    """``notifications/message`` params: ``{level, data, logger?}``."""
+    params: dict[str, Any] = {"level": level, "data": data}
+    if logger:
+        params["logger"] = logger
+    return params
+
+
+class CallChannel:
+    """A call's way back to its client. This base class is the channel of a call with no
+    client: nothing is sent and nothing can be asked."""
+
+    @property
+    def client_capabilities(self) -> dict[str, Any]:
+        """What the client declared (``{}`` here)."""
+        return {}
+
+    def progress(self, progress: float, total: float | None, message: str | None) -> None:
+        """Send a progress report when the caller asked for progress (dropped here)."""
+
+    def log(self, level: str, data: Any, logger: str | None) -> None:
+        """Send ``notifications/message`` when the client wants ``level`` (dropped here)."""
+
+    async def drain(self) -> None:
+        """Wait while the client is not reading (the session's bounded output queue)."""
+
+    async def ask(self, method: str, params: dict[str, Any], key: str) -> Any:
+        """Ask the client (``elicitation/create``, ``sampling/createMessage``,
+        ``roots/list``) and return its answer.
+
+        Args:
+            key: the call's own name for the question (its ``inputRequests`` key in
+                2026-07-28).
+
+        Raises:
+            ToolError: the client cannot be asked (the call's result says so).
+        """
+        raise ToolError(f"{method}: no client to ask (the tool runs outside a host)")
+
+
+class LegacyPeer(Protocol):
+    """What a 2025-11-25 call needs of the connection it arrived on (the host server)."""
+
+    @property
+    def session(self) -> Session | None: ...
+
+    @property
+    def client_capabilities(self) -> dict[str, Any]: ...
+
+    def send_log(self, level: str, data: Any, logger: str | None = None) -> None: ...
+
+
+class LegacyChannel(CallChannel):
+    """The channel of a 2025-11-25 ``tools/call``.
+
+    Args:
+        request: the ``tools/call`` request (its progress token).
+        peer: the connection: its session, the ``initialize`` capabilities, the log level.
+    """
+
+    __slots__ = ("_peer", "_request")
+
+    def __init__(self, request: RequestContext | None, peer: LegacyPeer) -> None:
+        self._request = request
+        self._peer = peer
+
+    @property
+    def client_capabilities(self) -> dict[str, Any]:
+        return self._peer.client_capabilities
+
+    def progress(self, progress: float, total: float | None, message: str | None) -> None:
+        if self._request is not None:
+            self._request.report_progress(progress, total, message)
+
+    def log(self, level: str, data: Any, logger: str | None) -> None:
+        self._peer.send_log(level, data, logger)
+
+    async def drain(self) -> None:
+        session = self._peer.session
+        if session is not None:
+            await session.drain()
+
+    async def ask(self, method: str, params: dict[str, Any], key: str) -> Any:
+        """A server→client request.
+
+        Raises:
+            ToolError: the client did not declare the capability in ``initialize``, or
+                answered with an error (the call's result then says so).
+        """
+        capability = INPUT_METHODS[method]
+        session = self._peer.session
+        if type(self.client_capabilities.get(capability)) is not dict or session is None:
+            raise ToolError(
+                f"This tool needs the client capability {capability!r} ({method}), "
+                "which the client did not declare in initialize"
+            )
+        try:
+            return await session.request(method, params)
+        except JsonRpcError as exc:
+            raise ToolError(f"The client could not answer {method}: {exc.message}") from None
+
+
+class ModernCall:
+    """What a 2026-07-28 request carries that the tool code may see.
+
+    Attributes:
+        envelope: the request's checked ``_meta`` envelope.
+        log_threshold: the numeric level asked for with ``logLevel``, or None: then no
+            ``notifications/message`` is sent for this request.
+        session: the connection the request arrived on.
+        round: the :class:`~toolwire.host.rounds.InputRound` of a ``tools/call`` or
+            ``tools/callBatch``.
+    """
+
+    __slots__ = ("envelope", "log_threshold", "round", "session")
+
+    def __init__(self, envelope: Envelope, log_threshold: int | None, session: Session) -> None:
+        self.envelope = envelope
+        self.log_threshold = log_threshold
+        self.session = session
+        self.round: InputRound | None = None
+        """Set for calls that may ask (``tools/call``, ``tools/callBatch``)."""
+
+    def send_log(self, level: str, data: Any, logger: str | None) -> None:
+        """Send ``notifications/message`` when the request asked for ``level`` or lower."""
+        if self.log_threshold is None or LOG_LEVELS.get(level, 0) < self.log_threshold:
+            return
+        self.session.notify("notifications/message", log_params(level, data, logger))
+
+
+class ModernChannel(CallChannel):
+    """The channel of a 2026-07-28 ``tools/call`` (or of one call of a batch).
+
+    Args:
+        request: the request (its progress token).
+        call: the request's envelope, log level and input round.
+        call_id: the call's id; in a batch it prefixes the call's ``inputRequests`` keys.
+    """
+
+    __slots__ = ("_call", "_call_id", "_request")
+
+    def __init__(self, request: RequestContext, call: ModernCall, call_id: RequestId) -> None:
+        self._request = request
+        self._call = call
+        self._call_id = call_id
+
+    @property
+    def client_capabilities(self) -> dict[str, Any]:
+        return self._call.envelope.capabilities
+
+    def progress(self, progress: float, total: float | None, message: str | None) -> None:
+        self._request.report_progress(progress, total, message)
+
+    def log(self, level: str, data: Any, logger: str | None) -> None:
+        self._call.send_log(level, data, logger)
+
+    async def drain(self) -> None:
+        await self._call.session.drain()
+
+    async def ask(self, method: str, params: dict[str, Any], key: str) -> Any:
+        """The answer the request brought, or
+        :class:`~toolwire.host.rounds.InputNeeded` after recording the question.
+
+        Raises:
+            ToolError: the request cannot ask (not a call).
+        """
+        round = self._call.round
+        if round is None:
+            raise ToolError(f"{method} cannot be asked here")
+        if round.batch:
+            key = f"{self._call_id}/{key}"
+        return round.answer(key, method, params, signed_only=False)
