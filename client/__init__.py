@@ -30,8 +30,9 @@ Batches (``tools/callBatch``, with a fallback to concurrent ``tools/call``)::
     batch = await c.call_batch([{"id": "a", "name": "ls", "arguments": {}}], on_event=print)
 
 The agent loop and model providers: :mod:`toolwire.client.agent`,
-:mod:`toolwire.client.providers`, :mod:`toolwire.client.adapters`. The command line
-(``toolwire serve|list|call|agent|demo``) lives in :mod:`toolwire.client.cli`.
+:mod:`toolwire.client.providers`, :mod:`toolwire.client.adapters`. The client's command
+line (``toolwire list|call|agent|demo``) lives in :mod:`toolwire.client.cli`; the
+``toolwire`` command itself is :mod:`toolwire.cli`, which runs ``serve`` with the host.
 """
 
 from __future__ import annotations

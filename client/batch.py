@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from toolwire.messages import RequestId
 
-from .client import Progress, ToolCallResult
+from .results import Progress, ToolCallResult
 
 __all__ = [
     "LENGTH_NOT_RUN_MESSAGE",

@@ -57,7 +57,6 @@ from toolwire.models import (
     ListToolsResult,
     TextContent,
     ToolDefinition,
-    dump,
 )
 from toolwire.modern import (
     DISCOVER,
@@ -69,8 +68,8 @@ from toolwire.modern import (
 from toolwire.session import RequestContext, Session
 
 from .approval import APPROVAL_CAPABILITY, ApprovalCallback, ApprovalRequest, decide
-from .conversation import ResultView
 from .modern import Era, InputCallback, InputHandlers, initialize_from_discover
+from .results import Progress, ProgressCallback, ToolCallResult
 
 if TYPE_CHECKING:
     from .batch import BatchCall, BatchEventCallback, BatchMode, BatchResult
@@ -119,28 +118,6 @@ next step (the MCP stdio shutdown sequence, as both official SDK clients do it).
 
 
 @dataclass(frozen=True, slots=True)
-class Progress:
-    """One ``notifications/progress`` for a call (MCP 2025-11-25 "Progress").
-
-    Attributes:
-        progress: the progress so far; strictly increasing within one call.
-        total: the total, when the tool knows it.
-        message: a short human-readable status, when given.
-    """
-
-    progress: float
-    total: float | None = None
-    message: str | None = None
-
-
-ProgressCallback = Callable[[Progress], object]
-"""Called with each :class:`Progress` of a call, in order, inside the client's read loop:
-keep it quick and non-blocking (to do async work, push into a memory object stream).
-An exception it raises is logged and otherwise ignored, so a display bug never loses a
-tool's result."""
-
-
-@dataclass(frozen=True, slots=True)
 class LogMessage:
     """One ``notifications/message`` from the host (MCP 2025-11-25 "Logging").
 
@@ -176,37 +153,6 @@ class CallTimeout(JsonRpcError, TimeoutError):
         )
         self.call_id = call_id
         self.timeout = timeout
-
-
-@dataclass(frozen=True, slots=True)
-class ToolCallResult(ResultView):
-    """A ``tools/call`` result paired with the call's id.
-
-    Attributes:
-        call_id: the JSON-RPC id of the ``tools/call`` request (the host's ``ctx.call_id``).
-        name: the tool name that was called.
-        result: the typed MCP ``CallToolResult``.
-        protocol_error: set when the host answered with a JSON-RPC error that
-            :data:`MODEL_ERROR_CODES` turns into this error result (unknown tool,
-            malformed params); None for a normal result.
-    """
-
-    call_id: RequestId
-    name: str
-    result: CallToolResult
-    protocol_error: JsonRpcError | None = None
-
-    def to_wire(self) -> dict[str, Any]:
-        """The result in its wire form (a JSON object shaped like MCP ``CallToolResult``)."""
-        return dump(self.result)
-
-    @classmethod
-    def from_protocol_error(
-        cls, call_id: RequestId, name: str, error: JsonRpcError
-    ) -> ToolCallResult:
-        """An error result whose text is ``error.message``."""
-        result = CallToolResult(content=[TextContent(text=error.message)], is_error=True)
-        return cls(call_id, name, result, error)
 
 
 def host_command(
