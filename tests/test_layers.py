@@ -174,3 +174,18 @@ def test_serve_starts_the_host_without_loading_the_client(tmp_path: Path) -> Non
     imported = {line.rpartition("|")[2].strip() for line in out.stderr.splitlines() if "|" in line}
     assert "toolwire.host.importpath" in imported
     assert not {m for m in imported if m.startswith("toolwire.client")}
+
+
+def test_the_host_start_up_is_in_no_circle() -> None:
+    # (launch, serve and runner are the modules' former names: the check holds on old trees)
+    start_up = {
+        "toolwire.host.launch",
+        "toolwire.host.serve",
+        "toolwire.host.runner",
+        "toolwire.host.__main__",
+        "toolwire.host.commands",
+        "toolwire.host.connection",
+        "toolwire.host.options",
+        "toolwire.host.process",
+    }
+    assert [c for c in _cycles_within("host") if start_up & set(c)] == []

@@ -35,7 +35,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from toolwire.host.importpath import scrub_at_entry
 
         scrub_at_entry(args[1:])
-        from toolwire.host.launch import main as serve_main
+        from toolwire.host.process import main as serve_main
 
         serve_main(args[1:])
         return 0  # pragma: no cover - serve_main exits the process
