@@ -65,7 +65,7 @@ from toolwire.modern import (
     RESULT_INPUT_REQUIRED,
     envelope_meta,
 )
-from toolwire.session import RequestContext, Session
+from toolwire.session import ProgressListener, RequestContext, Session
 
 from .approval import APPROVAL_CAPABILITY, ApprovalCallback, ApprovalRequest, decide
 from .modern import Era, InputCallback, InputHandlers, initialize_from_discover
@@ -307,8 +307,6 @@ class Client:
         """The server's ``server/discover`` result (2026-07-28 only)."""
         self._session: Session | None = None
         self._init: InitializeResult | None = None
-        self._progress: dict[RequestId, ProgressCallback] = {}
-        self._batch_listeners: dict[RequestId, BatchEventCallback] = {}
         self._batch_supported: bool | None = None if use_call_batch else False
         self._stack: AsyncExitStack | None = None
         self._process: anyio.abc.Process | None = None
@@ -424,12 +422,8 @@ class Client:
         )
         session.notification_handlers.update(
             {
-                "notifications/progress": self._on_progress,
                 "notifications/message": self._on_message,
                 "notifications/tools/list_changed": self._on_list_changed,
-                "notifications/toolwire/callStarted": self._on_call_started,
-                "notifications/toolwire/callProgress": self._on_call_progress,
-                "notifications/toolwire/callEnded": self._on_call_ended,
             }
         )
         session.request_handlers["ping"] = _answer_ping
@@ -582,17 +576,31 @@ class Client:
         return True
 
     async def _request(
-        self, method: str, params: dict[str, Any] | None, timeout: float | None
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        timeout: float | None,
+        *,
+        request_id: int | None = None,
+        on_progress: ProgressListener | None = None,
     ) -> Any:
         """Send ``method``; in 2026-07-28 with the envelope, answering input-required
-        results through the callbacks and retrying (at most :data:`MAX_INPUT_ROUNDS`)."""
+        results through the callbacks and retrying (at most :data:`MAX_INPUT_ROUNDS`).
+
+        ``request_id`` (from :meth:`Session.new_request_id`) is the id of the first
+        round; ``on_progress`` listens to every round (:meth:`Session.request`)."""
         session = self.session
         if not self.modern:
-            return await session.request(method, params, timeout=timeout)
+            return await session.request(
+                method, params, timeout=timeout, on_progress=on_progress, request_id=request_id
+            )
         body = dict(params or {})
         body["_meta"] = {**self._envelope(), **(body.get("_meta") or {})}
         for _ in range(MAX_INPUT_ROUNDS):
-            raw = await session.request(method, body, timeout=timeout)
+            raw = await session.request(
+                method, body, timeout=timeout, on_progress=on_progress, request_id=request_id
+            )
+            request_id = None
             if not isinstance(raw, dict) or raw.get("resultType") != RESULT_INPUT_REQUIRED:
                 return raw
             body = {k: v for k, v in body.items() if k not in ("inputResponses", "requestState")}
@@ -784,22 +792,17 @@ class Client:
         Leaving an enclosing cancel scope while waiting sends the cancellation
         notification too (the host interrupts the tool and sends nothing more).
         """
-        session = self.session
-        # Session.request numbers requests from this counter without an await in
-        # between, so this is exactly the id the request will carry.
-        call_id: RequestId = session._next_id
+        call_id = self.session.new_request_id()
         params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
-        meta_out = dict(meta or {})
-        token: RequestId | None = None
-        if on_progress is not None:
-            token = meta_out.setdefault("progressToken", call_id)
-            self._progress[token] = on_progress
-        if meta_out:
-            params["_meta"] = meta_out
+        if meta:
+            params["_meta"] = dict(meta)
         if timeout is None:
             timeout = self.call_timeout
+        listener = _progress_listener(on_progress) if on_progress is not None else None
         try:
-            raw = await self._request("tools/call", params, timeout)
+            raw = await self._request(
+                "tools/call", params, timeout, request_id=call_id, on_progress=listener
+            )
         except JsonRpcError as exc:
             if exc.code == REQUEST_TIMEOUT and timeout is not None:
                 raise CallTimeout(call_id, name, timeout) from None
@@ -809,9 +812,6 @@ class Client:
             if exc.code in MODEL_ERROR_CODES and not raise_it:
                 return ToolCallResult.from_protocol_error(call_id, name, exc)
             raise
-        finally:
-            if token is not None:
-                self._progress.pop(token, None)
         try:
             result = CallToolResult.model_validate(raw)
         except ValidationError as exc:
@@ -889,30 +889,15 @@ class Client:
         on_event: BatchEventCallback | None,
         timeout: float | None,
     ) -> BatchResult:
-        from .batch import BatchProgress, BatchResult
+        from .batch import BatchResult
 
-        session = self.session
         params: dict[str, Any] = {"calls": [c.to_wire() for c in items]}
         if mode is not None:
             params["mode"] = mode
         if stop_reason is not None:
             params["stopReason"] = stop_reason
-        token: RequestId | None = None
-        if on_event is not None:
-            token = session._next_id  # the id this request will carry (see call_tool)
-            params["_meta"] = {"progressToken": token}
-            self._batch_listeners[token] = on_event
-
-            def batch_progress(p: Progress) -> None:
-                on_event(BatchProgress(p.progress, p.total, p.message))
-
-            self._progress[token] = batch_progress
-        try:
-            raw = await self._request("tools/callBatch", params, timeout)
-        finally:
-            if token is not None:
-                self._batch_listeners.pop(token, None)
-                self._progress.pop(token, None)
+        listener = _batch_listener(on_event) if on_event is not None else None
+        raw = await self._request("tools/callBatch", params, timeout, on_progress=listener)
         try:
             entries = raw["results"]
             if not isinstance(entries, list) or len(entries) != len(items):
@@ -1020,73 +1005,6 @@ class Client:
 
     # ------------------------------------------------------------------ notifications
 
-    def _batch_event(self, params: Any, build: Callable[[dict[str, Any]], Any]) -> None:
-        if type(params) is not dict:
-            return
-        listener = self._batch_listeners.get(params.get("progressToken"))  # type: ignore[arg-type]
-        if listener is None:
-            return
-        try:
-            event = build(params)
-        except (KeyError, TypeError, ValueError):
-            log.debug("ignoring a malformed batch notification: %r", params)
-            return
-        try:
-            listener(event)
-        except Exception:
-            log.exception("batch event callback failed")
-
-    def _on_call_started(self, params: Any) -> None:
-        from .batch import CallStarted
-
-        self._batch_event(params, lambda p: CallStarted(p["callId"], str(p.get("name", ""))))
-
-    def _on_call_progress(self, params: Any) -> None:
-        from .batch import CallProgress
-
-        def build(p: dict[str, Any]) -> CallProgress:
-            progress = p["progress"]
-            if not isinstance(progress, int | float):
-                raise TypeError("progress must be a number")
-            total = p.get("total")
-            message = p.get("message")
-            return CallProgress(
-                p["callId"],
-                Progress(
-                    progress,
-                    total if isinstance(total, int | float) else None,
-                    message if isinstance(message, str) else None,
-                ),
-            )
-
-        self._batch_event(params, build)
-
-    def _on_call_ended(self, params: Any) -> None:
-        from .batch import CallEnded
-
-        self._batch_event(params, lambda p: CallEnded(p["callId"], bool(p.get("isError"))))
-
-    # ------------------------------------------------------------------ notifications
-
-    def _on_progress(self, params: Any) -> None:
-        if type(params) is not dict:
-            return
-        callback = self._progress.get(params.get("progressToken"))  # type: ignore[arg-type]
-        progress = params.get("progress")
-        if callback is None or not isinstance(progress, int | float):
-            return
-        total = params.get("total")
-        message = params.get("message")
-        item = Progress(
-            progress,
-            total if isinstance(total, int | float) else None,
-            message if isinstance(message, str) else None,
-        )
-        try:
-            callback(item)
-        except Exception:
-            log.exception("progress callback failed")
-
     def _on_message(self, params: Any) -> None:
         if self.on_log is None or type(params) is not dict:
             return
@@ -1113,6 +1031,75 @@ class Client:
 async def _answer_ping(params: Any, ctx: RequestContext) -> dict[str, Any]:
     """Host → client ``ping``: answer ``{}`` at once (MCP 2025-11-25 "Ping")."""
     return {}
+
+
+def _progress_of(params: dict[str, Any]) -> Progress | None:
+    """The :class:`Progress` a ``notifications/progress`` (or a batch's
+    ``callProgress``) carries, or None when its ``progress`` is not a number."""
+    progress = params.get("progress")
+    if not isinstance(progress, int | float):
+        return None
+    total = params.get("total")
+    message = params.get("message")
+    return Progress(
+        progress,
+        total if isinstance(total, int | float) else None,
+        message if isinstance(message, str) else None,
+    )
+
+
+def _progress_listener(callback: ProgressCallback) -> ProgressListener:
+    """A session progress listener handing each ``notifications/progress`` of one call
+    to ``callback`` (an exception it raises is logged, never lost in the read loop)."""
+
+    def listen(method: str, params: dict[str, Any]) -> None:
+        if method != "notifications/progress":
+            return
+        item = _progress_of(params)
+        if item is None:
+            return
+        try:
+            callback(item)
+        except Exception:
+            log.exception("progress callback failed")
+
+    return listen
+
+
+def _batch_listener(on_event: BatchEventCallback) -> ProgressListener:
+    """A session progress listener turning one batch's notifications (its own progress,
+    ``notifications/toolwire/call*``) into batch events for ``on_event``."""
+    from .batch import BatchProgress, CallEnded, CallProgress, CallStarted
+
+    def build(method: str, p: dict[str, Any]) -> Any:
+        if method == "notifications/progress":
+            item = _progress_of(p)
+            return None if item is None else BatchProgress(item.progress, item.total, item.message)
+        if method == "notifications/toolwire/callStarted":
+            return CallStarted(p["callId"], str(p.get("name", "")))
+        if method == "notifications/toolwire/callProgress":
+            item = _progress_of(p)
+            if item is None:
+                raise TypeError("progress must be a number")
+            return CallProgress(p["callId"], item)
+        if method == "notifications/toolwire/callEnded":
+            return CallEnded(p["callId"], bool(p.get("isError")))
+        return None
+
+    def listen(method: str, params: dict[str, Any]) -> None:
+        try:
+            event = build(method, params)
+        except (KeyError, TypeError, ValueError):
+            log.debug("ignoring a malformed batch notification: %r", params)
+            return
+        if event is None:
+            return
+        try:
+            on_event(event)
+        except Exception:
+            log.exception("batch event callback failed")
+
+    return listen
 
 
 def _kill_group(pgid: int) -> None:
