@@ -59,6 +59,7 @@ __all__ = [
     "Progress",
     "ProgressCallback",
     "StderrMode",
+    "StdioTransport",
     "SyncClient",
     "ToolCallResult",
     "connect_sync",
@@ -86,11 +87,12 @@ __getattr__ = lazy_exports(
         "MODEL_ERROR_CODES": ".client",
         "Progress": ".client",
         "ProgressCallback": ".client",
-        "StderrMode": ".client",
+        "StderrMode": ".transport",
+        "StdioTransport": ".transport",
         "SyncClient": ".sync",
         "ToolCallResult": ".client",
         "connect_sync": ".sync",
-        "host_command": ".client",
+        "host_command": ".transport",
     },
 )
 
@@ -112,8 +114,7 @@ if TYPE_CHECKING:
         LogMessage,
         Progress,
         ProgressCallback,
-        StderrMode,
         ToolCallResult,
-        host_command,
     )
     from .sync import SyncClient, connect_sync
+    from .transport import StderrMode, StdioTransport, host_command

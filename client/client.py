@@ -19,13 +19,8 @@ with progress, cancellation and timeouts, and the host's log messages. It stands
 
 from __future__ import annotations
 
-import contextlib
-import itertools
 import logging
 import os
-import signal
-import subprocess
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
@@ -70,18 +65,32 @@ from toolwire.session import ProgressListener, RequestContext, Session
 from .approval import APPROVAL_CAPABILITY, ApprovalCallback, ApprovalRequest, decide
 from .modern import Era, InputCallback, InputHandlers, initialize_from_discover
 from .results import Progress, ProgressCallback, ToolCallResult
+from .transport import (
+    SAFE_PATH_ENV,
+    STDERR_CAPTURE_LIMIT,
+    TERMINATE_GRACE,
+    EndedBy,
+    StderrMode,
+    StdioTransport,
+    host_command,
+    is_host_command,
+)
 
 if TYPE_CHECKING:
     from .batch import BatchCall, BatchEventCallback, BatchMode, BatchResult
 
 __all__ = [
     "MODEL_ERROR_CODES",
+    "SAFE_PATH_ENV",
+    "STDERR_CAPTURE_LIMIT",
+    "TERMINATE_GRACE",
     "CallTimeout",
     "Client",
     "LogMessage",
     "Progress",
     "ProgressCallback",
     "StderrMode",
+    "StdioTransport",
     "ToolCallResult",
     "host_command",
     "is_host_command",
@@ -89,18 +98,11 @@ __all__ = [
 
 log = logging.getLogger("toolwire.client")
 
-StderrMode = Literal["inherit", "capture", "discard"]
-"""What happens to a spawned host's stderr: passed through to ours, kept in memory
-(:attr:`Client.stderr_output`), or dropped. It is never left as an unread pipe."""
-
 MODEL_ERROR_CODES: frozenset[int] = frozenset({INVALID_PARAMS})
 """JSON-RPC error codes of ``tools/call`` that report the caller's (the model's) mistake:
 -32602, used for an unknown tool and for params that break the request schema (MCP
 2025-11-25, "Tools › Error Handling"). :meth:`Client.call_tool` turns them into error
 results unless asked to raise."""
-
-STDERR_CAPTURE_LIMIT = 1024 * 1024
-"""Bytes of a captured stderr kept in memory (the most recent ones), 1 MiB."""
 
 PROBE_TIMEOUT = 10.0
 """Seconds ``era="auto"`` waits for the ``server/discover`` answer before it falls back to
@@ -108,11 +110,6 @@ PROBE_TIMEOUT = 10.0
 
 MAX_INPUT_ROUNDS = 10
 """Rounds of input-required results one call may take before the client gives up."""
-
-TERMINATE_GRACE = 2.0
-"""Seconds to wait after closing the host's stdin, and again after SIGTERM, before the
-next step (the MCP stdio shutdown sequence, as both official SDK clients do it)."""
-
 
 # --------------------------------------------------------------------------- data
 
@@ -155,62 +152,7 @@ class CallTimeout(JsonRpcError, TimeoutError):
         self.timeout = timeout
 
 
-def host_command(
-    *,
-    root: str | os.PathLike[str] | None = None,
-    tools: Sequence[str | os.PathLike[str]] = (),
-    builtins: bool = True,
-    extra_args: Sequence[str] = (),
-    python: str | os.PathLike[str] | None = None,
-) -> list[str]:
-    """The command line that runs a toolwire host with this interpreter.
-
-    Args:
-        root: ``--root``: the directory the tools act in (default: the host's cwd).
-        tools: ``--tools``: files or module names to load tools from.
-        builtins: False adds ``--no-builtins``.
-        extra_args: any further ``toolwire serve`` arguments, appended as given.
-        python: the interpreter (default: :data:`sys.executable`).
-
-    Returns:
-        ``[python, "-P", "-m", "toolwire.host", ...]``: ``-P`` (Python >= 3.11) keeps the
-        working directory, usually the root the tools write to, off the host's import
-        path, so a module the model wrote there is never imported by the host.
-    """
-    cmd = [os.fspath(python or sys.executable), "-P", "-m", "toolwire.host"]
-    if root is not None:
-        cmd += ["--root", os.fspath(root)]
-    if tools:
-        cmd += ["--tools", *(os.fspath(t) for t in tools)]
-    if not builtins:
-        cmd.append("--no-builtins")
-    cmd += list(extra_args)
-    return cmd
-
-
-SAFE_PATH_ENV = "PYTHONSAFEPATH"
-"""Set to "1" for a spawned toolwire host: the equivalent of ``python -P``."""
-
-
-def is_host_command(argv: Sequence[str]) -> bool:
-    """Whether ``argv`` starts a toolwire host: ``... -m toolwire.host ...`` or
-    ``.../toolwire serve ...``. Only those get ``PYTHONSAFEPATH=1`` from
-    :meth:`Client.spawn`: another Python server may rely on its script's directory."""
-    if any(pair == ("-m", "toolwire.host") for pair in itertools.pairwise(argv)):
-        return True
-    return len(argv) >= 2 and os.path.basename(argv[0]) == "toolwire" and argv[1] == "serve"
-
-
 # --------------------------------------------------------------------------- client
-
-
-@dataclass
-class _Spawn:
-    command: list[str]
-    cwd: str | None
-    env: dict[str, str] | None
-    stderr: StderrMode
-    terminate_grace: float
 
 
 class Client:
@@ -237,6 +179,9 @@ class Client:
             :mod:`toolwire.client.approval`); giving it adds the capability
             ``{"toolwire": {"approval": true}}`` to ``initialize``. Without it the host
             denies every call its policy wants approved.
+        transport: a :class:`~toolwire.client.transport.StdioTransport` that spawns the
+            host and ends it when the client closes (what :meth:`spawn` passes);
+            ``receive`` and ``send`` are then not given.
         use_call_batch: False never sends ``tools/callBatch``: :meth:`call_batch` then
             always runs its calls as concurrent ``tools/call`` requests (as it does by
             itself once a host answered -32601).
@@ -272,13 +217,14 @@ class Client:
         on_elicit: InputCallback | None = None,
         on_sample: InputCallback | None = None,
         on_roots: InputCallback | None = None,
-        _spawn: _Spawn | None = None,
+        transport: StdioTransport | None = None,
     ) -> None:
-        if (receive is None or send is None) and _spawn is None:
-            raise TypeError("Client needs receive and send streams; or use Client.spawn()")
+        if (receive is None or send is None) and transport is None:
+            raise TypeError("Client needs receive and send streams or a transport")
         self._receive = receive
         self._send = send
-        self._spawn = _spawn
+        self.transport = transport
+        """The spawned host's transport (:meth:`spawn`); None over given streams."""
         self.client_info: dict[str, Any] = dict(
             client_info or {"name": "toolwire-client", "version": __version__}
         )
@@ -309,12 +255,6 @@ class Client:
         self._init: InitializeResult | None = None
         self._batch_supported: bool | None = None if use_call_batch else False
         self._stack: AsyncExitStack | None = None
-        self._process: anyio.abc.Process | None = None
-        self._stderr_buf = bytearray()
-        self._stderr_done: anyio.Event | None = None
-        self.ended_by: Literal["eof", "sigterm", "sigkill"] | None = None
-        """How a spawned host ended on close: it exited after stdin EOF, after SIGTERM,
-        or was killed. None until the client closed (and for :meth:`connect`)."""
 
     # ------------------------------------------------------------------ construction
 
@@ -343,24 +283,14 @@ class Client:
                 SIGTERM before escalating (default 2, the MCP stdio shutdown sequence).
             options: the keyword options of :class:`Client`.
 
-        The host runs in its own session (process group), so a terminal's Ctrl-C
-        reaches only the client, which then ends the host in order. At the SIGKILL
-        step, and after the host ended in any way, the rest of its process group is
-        killed, so nothing it started outlives it (a process that left the group with
-        ``setsid`` is the host's own business; toolwire's host ends those itself).
+        The process is started and ended by a :class:`~toolwire.client.transport.StdioTransport`
+        (its own process group; on leaving: stdin EOF, SIGTERM, SIGKILL of the group);
+        ``Client(transport=StdioTransport(...))`` is the same.
         """
-        argv = [os.fspath(a) for a in (command or host_command())]
-        full_env: dict[str, str] | None = None
-        if env is not None:
-            full_env = dict(os.environ)
-            full_env.update(env)
-        if is_host_command(argv):
-            # Also for `toolwire serve` (a console script, which cannot take -P): Python
-            # then leaves the script's and the working directory off sys.path.
-            full_env = dict(os.environ) if full_env is None else full_env
-            full_env[SAFE_PATH_ENV] = "1"
-        spec = _Spawn(argv, os.fspath(cwd) if cwd else None, full_env, stderr, terminate_grace)
-        return cls(_spawn=spec, **options)
+        transport = StdioTransport(
+            command, cwd=cwd, env=env, stderr=stderr, terminate_grace=terminate_grace
+        )
+        return cls(transport=transport, **options)
 
     @classmethod
     def connect(cls, receive: ByteReceiveStream, send: ByteSendStream, **options: Any) -> Client:
@@ -404,18 +334,17 @@ class Client:
 
     async def _start(self, stack: AsyncExitStack) -> None:
         receive, send = self._receive, self._send
-        self._stderr_done = stderr_done = anyio.Event()
         tg = await stack.enter_async_context(anyio.create_task_group())
-        if self._spawn is not None:
-            proc = await self._open_process(self._spawn)
-            stack.push_async_callback(self._close_process_streams, proc)
-            assert proc.stdout is not None and proc.stdin is not None
-            receive, send = proc.stdout, proc.stdin
-            if proc.stderr is not None:
-                tg.start_soon(self._drain_stderr, proc.stderr)
-            else:
-                stderr_done.set()
-            stack.push_async_callback(self._end_process, proc, tg)
+        if self.transport is not None:
+            transport = self.transport
+            receive, send = await transport.start(tg)
+            stack.push_async_callback(transport.close_streams)
+
+            async def end_host() -> None:
+                await transport.end()
+                tg.cancel_scope.cancel()
+
+            stack.push_async_callback(end_host)
         assert receive is not None and send is not None
         session = Session(
             receive, send, framing=self.framing, cancel_dialect=self.cancel_dialect, name="client"
@@ -440,89 +369,15 @@ class Client:
             return
         await self._handshake(session)
 
-    async def _open_process(self, spec: _Spawn) -> anyio.abc.Process:
-        stderr: int | None
-        if spec.stderr == "inherit":
-            stderr = None
-        elif spec.stderr == "capture":
-            stderr = subprocess.PIPE
-        else:
-            stderr = subprocess.DEVNULL
-        proc = await anyio.open_process(
-            spec.command,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=stderr,
-            cwd=spec.cwd,
-            env=spec.env,
-            start_new_session=True,
-        )
-        self._process = proc
-        return proc
-
-    async def _drain_stderr(self, stream: ByteReceiveStream) -> None:
-        buf = self._stderr_buf
-        try:
-            async for chunk in stream:
-                buf += chunk
-                if len(buf) > STDERR_CAPTURE_LIMIT:
-                    del buf[: len(buf) - STDERR_CAPTURE_LIMIT]
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            pass
-        finally:
-            if self._stderr_done is not None:
-                self._stderr_done.set()
-
-    async def _end_process(self, proc: anyio.abc.Process, tg: anyio.abc.TaskGroup) -> None:
-        """Close stdin, wait, SIGTERM, wait, SIGKILL the process group (MCP stdio §shutdown)."""
-        with anyio.CancelScope(shield=True):
-            await self._end_process_steps(proc)
-        tg.cancel_scope.cancel()
-
-    async def _end_process_steps(self, proc: anyio.abc.Process) -> None:
-        grace = self._spawn.terminate_grace if self._spawn else TERMINATE_GRACE
-        if proc.stdin is not None:
-            with contextlib.suppress(Exception):
-                await proc.stdin.aclose()
-        if await _wait_exit(proc, grace):
-            self.ended_by = "eof"
-        else:
-            log.info("host %d still running %gs after EOF; sending SIGTERM", proc.pid, grace)
-            with contextlib.suppress(ProcessLookupError):
-                proc.terminate()
-            if await _wait_exit(proc, grace):
-                self.ended_by = "sigterm"
-            else:
-                log.warning("host %d ignored SIGTERM; killing its process group", proc.pid)
-                _kill_group(proc.pid)
-                with contextlib.suppress(ProcessLookupError):
-                    proc.kill()
-                await proc.wait()
-                self.ended_by = "sigkill"
-        # The host ran as the leader of its own process group: whatever it started and
-        # left behind in that group is an orphan now. Linux does not hand out a number
-        # still used as a process group id, so this reaches only those leftovers.
-        _kill_group(proc.pid)
-        # A grandchild may still hold the stderr pipe; do not wait on it for long.
-        if self._stderr_done is not None:
-            with anyio.move_on_after(1.0):
-                await self._stderr_done.wait()
-
-    async def _close_process_streams(self, proc: anyio.abc.Process) -> None:
-        with anyio.CancelScope(shield=True):
-            for stream in (proc.stdin, proc.stdout, proc.stderr):
-                if stream is not None:
-                    with contextlib.suppress(Exception):
-                        await stream.aclose()
-
     async def _closed_early(self, method: str) -> JsonRpcError:
         """The error for a host that closed the connection before answering ``method``:
         its exit code and the end of its stderr, when the client spawned it."""
-        if self._process is None:
+        process = self.process
+        if process is None:
             return JsonRpcError(CONNECTION_CLOSED, f"the connection closed before {method}")
         code = None
         with anyio.move_on_after(1.0):
-            code = await self._process.wait()
+            code = await process.wait()
         detail = f" (exit code {code})" if code is not None else ""
         tail = self.stderr_output.strip()[-2000:]
         return JsonRpcError(
@@ -694,12 +549,18 @@ class Client:
     @property
     def process(self) -> anyio.abc.Process | None:
         """The spawned host process (None for :meth:`connect`)."""
-        return self._process
+        return self.transport.process if self.transport is not None else None
+
+    @property
+    def ended_by(self) -> EndedBy | None:
+        """How a spawned host ended on close: it exited after stdin EOF, after SIGTERM,
+        or was killed. None until the client closed (and for :meth:`connect`)."""
+        return self.transport.ended_by if self.transport is not None else None
 
     @property
     def stderr_output(self) -> str:
         """What a host spawned with ``stderr="capture"`` wrote so far (last 1 MiB)."""
-        return self._stderr_buf.decode("utf-8", "replace")
+        return self.transport.stderr_output if self.transport is not None else ""
 
     # ------------------------------------------------------------------ requests
 
@@ -1100,17 +961,3 @@ def _batch_listener(on_event: BatchEventCallback) -> ProgressListener:
             log.exception("batch event callback failed")
 
     return listen
-
-
-def _kill_group(pgid: int) -> None:
-    """SIGKILL every process in process group ``pgid`` (nothing when it is empty)."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
-
-
-async def _wait_exit(proc: anyio.abc.Process, seconds: float) -> bool:
-    """Wait up to ``seconds`` for ``proc`` to exit; True when it did."""
-    with anyio.move_on_after(seconds):
-        await proc.wait()
-        return True
-    return False
