@@ -599,7 +599,7 @@ def main() -> None:
         check=True,
         stdout=subprocess.DEVNULL,
     )
-    subprocess.run([PY, "-c", "import toolwire.host.serve, mcp"], check=True)
+    subprocess.run([PY, "-c", "import toolwire.host.connection, mcp"], check=True)
     asyncio.run(main_async(args))
 
 

@@ -30,8 +30,9 @@ Batches (``tools/callBatch``, with a fallback to concurrent ``tools/call``)::
     batch = await c.call_batch([{"id": "a", "name": "ls", "arguments": {}}], on_event=print)
 
 The agent loop and model providers: :mod:`toolwire.client.agent`,
-:mod:`toolwire.client.providers`, :mod:`toolwire.client.adapters`. The command line
-(``toolwire serve|list|call|agent|demo``) lives in :mod:`toolwire.client.cli`.
+:mod:`toolwire.client.providers`, :mod:`toolwire.client.adapters`. The client's command
+line (``toolwire list|call|agent|demo``) lives in :mod:`toolwire.client.cli`; the
+``toolwire`` command itself is :mod:`toolwire.cli`, which runs ``serve`` with the host.
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ __all__ = [
     "Progress",
     "ProgressCallback",
     "StderrMode",
+    "StdioTransport",
     "SyncClient",
     "ToolReply",
     "connect_sync",
@@ -85,11 +87,12 @@ __getattr__ = lazy_exports(
         "MODEL_ERROR_CODES": ".client",
         "Progress": ".client",
         "ProgressCallback": ".client",
-        "StderrMode": ".client",
+        "StderrMode": ".transport",
+        "StdioTransport": ".transport",
         "SyncClient": ".sync",
         "ToolReply": ".client",
         "connect_sync": ".sync",
-        "host_command": ".client",
+        "host_command": ".transport",
     },
 )
 
@@ -111,8 +114,7 @@ if TYPE_CHECKING:
         LogMessage,
         Progress,
         ProgressCallback,
-        StderrMode,
         ToolReply,
-        host_command,
     )
     from .sync import SyncClient, connect_sync
+    from .transport import StderrMode, StdioTransport, host_command

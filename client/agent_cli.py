@@ -30,6 +30,7 @@ from .agent import (
 )
 from .client import Client, ToolReply
 from .conversation import AssistantMessage, Message, ToolResultMessage, UserMessage
+from .hostargs import spawn_command
 from .providers import OpenAIChatProvider
 from .render import TerminalApprover, json_text, result_panel, visible
 
@@ -38,8 +39,6 @@ __all__ = ["run_agent_cli"]
 
 async def run_agent_cli(ns: argparse.Namespace) -> int:
     """``toolwire agent`` with parsed arguments; returns the exit code."""
-    from .cli import _spawn_command
-
     out = Console(highlight=False)
     err = Console(stderr=True, highlight=False)
     provider = OpenAIChatProvider(
@@ -51,7 +50,7 @@ async def run_agent_cli(ns: argparse.Namespace) -> int:
     approver = TerminalApprover(err, assume_yes=ns.yes)
     messages: list[Message] = []
     code = 0
-    async with Client.spawn(_spawn_command(ns), on_approval=approver) as client:
+    async with Client.spawn(spawn_command(ns), on_approval=approver) as client:
         tools = await client.list_tools()
         prompts = [ns.prompt] if ns.prompt else None
         while True:

@@ -17,7 +17,7 @@ from typing import Literal
 from toolwire.extensions import BatchCall
 from toolwire.messages import RequestId
 
-from .client import Progress, ToolReply
+from .results import Progress, ToolReply
 
 __all__ = [
     "BatchCall",

@@ -1,7 +1,8 @@
 """The ``toolwire`` command line: serve, list, call, agent, demo.
 
-``toolwire serve`` runs the host on stdio (its arguments go to
-:func:`toolwire.host.launch.main`, imported only then). ``list`` and ``call`` spawn a
+``toolwire serve`` runs the host on stdio; the ``toolwire`` command
+(:mod:`toolwire.cli`) starts it without loading this module, which never imports the
+host (it is listed here for ``--help``). ``list`` and ``call`` spawn a
 host (or any MCP stdio server given with ``--server``), talk to it through
 :class:`~toolwire.client.Client` and end it. ``agent`` runs the agent loop with an
 OpenAI-compatible model endpoint against a spawned host, once for a prompt given on the
@@ -24,13 +25,14 @@ import contextlib
 import json
 import math
 import os
-import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from toolwire.errors import JsonRpcError
+
+from .hostargs import add_host_options, spawn_command
 
 __all__ = [
     "accepted_types",
@@ -274,41 +276,6 @@ def parse_call_arguments(
     return out
 
 
-def _add_host_options(p: argparse.ArgumentParser, *, approval: bool = False) -> None:
-    g = p.add_argument_group("host")
-    if approval:
-        g.add_argument(
-            "--approve",
-            action="append",
-            default=[],
-            metavar="NAMES|destructive|all",
-            help="the host asks before running these calls (tool names, comma-separated; "
-            "'destructive': tools not marked read-only; 'all'); you answer on the terminal",
-        )
-        g.add_argument(
-            "-y",
-            "--yes",
-            action="store_true",
-            help="allow every call the host asks about without prompting",
-        )
-    g.add_argument("--root", type=Path, help="directory the tools act in (default: cwd)")
-    g.add_argument(
-        "--tools",
-        nargs="+",
-        action="extend",
-        default=[],
-        metavar="FILE.py|MODULE",
-        help="also load every @tool from these files or modules",
-    )
-    g.add_argument("--no-builtins", action="store_true", help="do not offer the built-in tools")
-    g.add_argument(
-        "--server",
-        metavar="COMMAND",
-        help="talk to this MCP stdio server command instead of a toolwire host "
-        "(--root/--tools/--no-builtins are then ignored)",
-    )
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The parser of ``toolwire`` (``serve`` is forwarded before parsing)."""
     p = argparse.ArgumentParser(
@@ -323,7 +290,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     lp = sub.add_parser("list", help="list the tools a host offers")
-    _add_host_options(lp)
+    add_host_options(lp)
     lp.add_argument("--json", action="store_true", help='print {"tools": [...]} as JSON')
 
     cp = sub.add_parser(
@@ -349,7 +316,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="S",
         help="give up after S seconds (0 or less: no limit, as for toolwire serve)",
     )
-    _add_host_options(cp, approval=True)
+    add_host_options(cp, approval=True)
 
     ap = sub.add_parser(
         "agent",
@@ -372,7 +339,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--stream", action="store_true", help="stream the model's answers")
     ap.add_argument("--system", help="the system prompt (the tools' section is appended)")
     ap.add_argument("--max-turns", type=int, default=25, help="model calls per prompt at most")
-    _add_host_options(ap, approval=True)
+    add_host_options(ap, approval=True)
 
     dp = sub.add_parser("demo", help="watch a recorded coding session fix a bug through the host")
     dp.add_argument("--keep", action="store_true", help="keep the project copy and print its path")
@@ -395,17 +362,6 @@ def build_parser() -> argparse.ArgumentParser:
 # --------------------------------------------------------------------------- commands
 
 
-def _spawn_command(ns: argparse.Namespace) -> list[str]:
-    from .client import host_command
-
-    if ns.server:
-        return shlex.split(ns.server)
-    extra: list[str] = []
-    for policy in getattr(ns, "approve", []):
-        extra += ["--approve", policy]
-    return host_command(root=ns.root, tools=ns.tools, builtins=not ns.no_builtins, extra_args=extra)
-
-
 def _err_console() -> Any:
     from rich.console import Console
 
@@ -418,7 +374,7 @@ async def _list(ns: argparse.Namespace) -> int:
     from .client import Client
     from .render import json_text, tools_table
 
-    async with Client.spawn(_spawn_command(ns)) as c:
+    async with Client.spawn(spawn_command(ns)) as c:
         tools = await c.list_tools()
     if ns.json:
         from toolwire.models import dump
@@ -445,7 +401,7 @@ async def _call(ns: argparse.Namespace) -> int:
     err = _err_console()
     printer = ProgressPrinter(err, f"{ns.name} …")
     approver = TerminalApprover(err, assume_yes=ns.yes, pause=printer.paused)
-    async with Client.spawn(_spawn_command(ns), on_approval=approver) as c:
+    async with Client.spawn(spawn_command(ns), on_approval=approver) as c:
         # k=v values are read as the tool's input schema says (string parameters take
         # the raw text): look the tool up first.
         schema = next((t.input_schema for t in await c.list_tools() if t.name == ns.name), None)
@@ -486,18 +442,16 @@ def _run_async(func: Any, *args: Any) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the ``toolwire`` command line; returns the exit code (``serve`` never returns)."""
+    """Run the client's ``toolwire`` subcommands (not ``serve``: :mod:`toolwire.cli` runs
+    that); returns the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] == "serve":
-        # A console script runs with its bin directory first on sys.path (inside the
-        # root when the project holds the venv): clean the path before any import.
-        from toolwire.host.importpath import scrub_at_entry
-
-        scrub_at_entry(args[1:])
-        from toolwire.host.launch import main as serve_main
-
-        serve_main(args[1:])
-        return EXIT_OK  # pragma: no cover - serve_main exits the process
+        # The host is not this layer's: `toolwire serve` is dispatched by toolwire.cli.
+        print(
+            "toolwire serve: start the host with 'toolwire serve' or 'python -P -m toolwire.host'",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     ns = build_parser().parse_args(args)
     try:
         if ns.command == "list":

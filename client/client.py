@@ -19,13 +19,8 @@ with progress, cancellation and timeouts, and the host's log messages. It stands
 
 from __future__ import annotations
 
-import contextlib
-import itertools
 import logging
 import os
-import signal
-import subprocess
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
@@ -70,7 +65,6 @@ from toolwire.models import (
     ListToolsResult,
     TextContent,
     ToolDefinition,
-    dump,
 )
 from toolwire.modern import (
     DISCOVER,
@@ -79,23 +73,37 @@ from toolwire.modern import (
     RESULT_INPUT_REQUIRED,
     envelope_meta,
 )
-from toolwire.session import RequestContext, Session
+from toolwire.session import ProgressListener, RequestContext, Session
 
 from .approval import ApprovalCallback, decide
-from .conversation import ResultView
 from .modern import Era, InputCallback, InputHandlers, initialize_from_discover
+from .results import Progress, ProgressCallback, ToolReply
+from .transport import (
+    SAFE_PATH_ENV,
+    STDERR_CAPTURE_LIMIT,
+    TERMINATE_GRACE,
+    EndedBy,
+    StderrMode,
+    StdioTransport,
+    host_command,
+    is_host_command,
+)
 
 if TYPE_CHECKING:
     from .batch import BatchEventCallback, BatchMode, BatchResult
 
 __all__ = [
     "MODEL_ERROR_CODES",
+    "SAFE_PATH_ENV",
+    "STDERR_CAPTURE_LIMIT",
+    "TERMINATE_GRACE",
     "CallTimeout",
     "Client",
     "LogMessage",
     "Progress",
     "ProgressCallback",
     "StderrMode",
+    "StdioTransport",
     "ToolReply",
     "host_command",
     "is_host_command",
@@ -103,18 +111,11 @@ __all__ = [
 
 log = logging.getLogger("toolwire.client")
 
-StderrMode = Literal["inherit", "capture", "discard"]
-"""What happens to a spawned host's stderr: passed through to ours, kept in memory
-(:attr:`Client.stderr_output`), or dropped. It is never left as an unread pipe."""
-
 MODEL_ERROR_CODES: frozenset[int] = frozenset({INVALID_PARAMS})
 """JSON-RPC error codes of ``tools/call`` that report the caller's (the model's) mistake:
 -32602, used for an unknown tool and for params that break the request schema (MCP
 2025-11-25, "Tools › Error Handling"). :meth:`Client.call_tool` turns them into error
 results unless asked to raise."""
-
-STDERR_CAPTURE_LIMIT = 1024 * 1024
-"""Bytes of a captured stderr kept in memory (the most recent ones), 1 MiB."""
 
 PROBE_TIMEOUT = 10.0
 """Seconds ``era="auto"`` waits for the ``server/discover`` answer before it falls back to
@@ -123,34 +124,7 @@ PROBE_TIMEOUT = 10.0
 MAX_INPUT_ROUNDS = 10
 """Rounds of input-required results one call may take before the client gives up."""
 
-TERMINATE_GRACE = 2.0
-"""Seconds to wait after closing the host's stdin, and again after SIGTERM, before the
-next step (the MCP stdio shutdown sequence, as both official SDK clients do it)."""
-
-
 # --------------------------------------------------------------------------- data
-
-
-@dataclass(frozen=True, slots=True)
-class Progress:
-    """One ``notifications/progress`` for a call (MCP 2025-11-25 "Progress").
-
-    Attributes:
-        progress: the progress so far; strictly increasing within one call.
-        total: the total, when the tool knows it.
-        message: a short human-readable status, when given.
-    """
-
-    progress: float
-    total: float | None = None
-    message: str | None = None
-
-
-ProgressCallback = Callable[[Progress], object]
-"""Called with each :class:`Progress` of a call, in order, inside the client's read loop:
-keep it quick and non-blocking (to do async work, push into a memory object stream).
-An exception it raises is logged and otherwise ignored, so a display bug never loses a
-tool's result."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,91 +165,7 @@ class CallTimeout(JsonRpcError, TimeoutError):
         self.timeout = timeout
 
 
-@dataclass(frozen=True, slots=True)
-class ToolReply(ResultView):
-    """A ``tools/call`` result paired with the call's id.
-
-    Attributes:
-        call_id: the JSON-RPC id of the ``tools/call`` request (the host's ``ctx.call_id``).
-        name: the tool name that was called.
-        result: the typed MCP ``CallToolResult``.
-        protocol_error: set when the host answered with a JSON-RPC error that
-            :data:`MODEL_ERROR_CODES` turns into this error result (unknown tool,
-            malformed params); None for a normal result.
-    """
-
-    call_id: RequestId
-    name: str
-    result: CallToolResult
-    protocol_error: JsonRpcError | None = None
-
-    def to_wire(self) -> dict[str, Any]:
-        """The result in its wire form (a JSON object shaped like MCP ``CallToolResult``)."""
-        return dump(self.result)
-
-    @classmethod
-    def from_protocol_error(cls, call_id: RequestId, name: str, error: JsonRpcError) -> ToolReply:
-        """An error result whose text is ``error.message``."""
-        result = CallToolResult(content=[TextContent(text=error.message)], is_error=True)
-        return cls(call_id, name, result, error)
-
-
-def host_command(
-    *,
-    root: str | os.PathLike[str] | None = None,
-    tools: Sequence[str | os.PathLike[str]] = (),
-    builtins: bool = True,
-    extra_args: Sequence[str] = (),
-    python: str | os.PathLike[str] | None = None,
-) -> list[str]:
-    """The command line that runs a toolwire host with this interpreter.
-
-    Args:
-        root: ``--root``: the directory the tools act in (default: the host's cwd).
-        tools: ``--tools``: files or module names to load tools from.
-        builtins: False adds ``--no-builtins``.
-        extra_args: any further ``toolwire serve`` arguments, appended as given.
-        python: the interpreter (default: :data:`sys.executable`).
-
-    Returns:
-        ``[python, "-P", "-m", "toolwire.host", ...]``: ``-P`` (Python >= 3.11) keeps the
-        working directory, usually the root the tools write to, off the host's import
-        path, so a module the model wrote there is never imported by the host.
-    """
-    cmd = [os.fspath(python or sys.executable), "-P", "-m", "toolwire.host"]
-    if root is not None:
-        cmd += ["--root", os.fspath(root)]
-    if tools:
-        cmd += ["--tools", *(os.fspath(t) for t in tools)]
-    if not builtins:
-        cmd.append("--no-builtins")
-    cmd += list(extra_args)
-    return cmd
-
-
-SAFE_PATH_ENV = "PYTHONSAFEPATH"
-"""Set to "1" for a spawned toolwire host: the equivalent of ``python -P``."""
-
-
-def is_host_command(argv: Sequence[str]) -> bool:
-    """Whether ``argv`` starts a toolwire host: ``... -m toolwire.host ...`` or
-    ``.../toolwire serve ...``. Only those get ``PYTHONSAFEPATH=1`` from
-    :meth:`Client.spawn`: another Python server may rely on its script's directory."""
-    if any(pair == ("-m", "toolwire.host") for pair in itertools.pairwise(argv)):
-        return True
-    return len(argv) >= 2 and os.path.basename(argv[0]) == "toolwire" and argv[1] == "serve"
-
-
 # --------------------------------------------------------------------------- client
-
-
-@dataclass
-class _Spawn:
-    command: list[str]
-    cwd: str | None
-    env: dict[str, str] | None
-    stderr: StderrMode
-    terminate_grace: float
 
 
 class Client:
@@ -302,6 +192,9 @@ class Client:
             :mod:`toolwire.client.approval`); giving it adds the capability
             ``{"toolwire": {"approval": true}}`` to ``initialize``. Without it the host
             denies every call its policy wants approved.
+        transport: a :class:`~toolwire.client.transport.StdioTransport` that spawns the
+            host and ends it when the client closes (what :meth:`spawn` passes);
+            ``receive`` and ``send`` are then not given.
         use_call_batch: False never sends ``tools/callBatch``: :meth:`call_batch` then
             always runs its calls as concurrent ``tools/call`` requests (as it does by
             itself once a host answered -32601).
@@ -337,13 +230,14 @@ class Client:
         on_elicit: InputCallback | None = None,
         on_sample: InputCallback | None = None,
         on_roots: InputCallback | None = None,
-        _spawn: _Spawn | None = None,
+        transport: StdioTransport | None = None,
     ) -> None:
-        if (receive is None or send is None) and _spawn is None:
-            raise TypeError("Client needs receive and send streams; or use Client.spawn()")
+        if (receive is None or send is None) and transport is None:
+            raise TypeError("Client needs receive and send streams or a transport")
         self._receive = receive
         self._send = send
-        self._spawn = _spawn
+        self.transport = transport
+        """The spawned host's transport (:meth:`spawn`); None over given streams."""
         self.client_info: dict[str, Any] = dict(
             client_info or {"name": "toolwire-client", "version": __version__}
         )
@@ -372,16 +266,8 @@ class Client:
         """The server's ``server/discover`` result (2026-07-28 only)."""
         self._session: Session | None = None
         self._init: InitializeResult | None = None
-        self._progress: dict[RequestId, ProgressCallback] = {}
-        self._batch_listeners: dict[RequestId, BatchEventCallback] = {}
         self._batch_supported: bool | None = None if use_call_batch else False
         self._stack: AsyncExitStack | None = None
-        self._process: anyio.abc.Process | None = None
-        self._stderr_buf = bytearray()
-        self._stderr_done: anyio.Event | None = None
-        self.ended_by: Literal["eof", "sigterm", "sigkill"] | None = None
-        """How a spawned host ended on close: it exited after stdin EOF, after SIGTERM,
-        or was killed. None until the client closed (and for :meth:`connect`)."""
 
     # ------------------------------------------------------------------ construction
 
@@ -410,24 +296,14 @@ class Client:
                 SIGTERM before escalating (default 2, the MCP stdio shutdown sequence).
             options: the keyword options of :class:`Client`.
 
-        The host runs in its own session (process group), so a terminal's Ctrl-C
-        reaches only the client, which then ends the host in order. At the SIGKILL
-        step, and after the host ended in any way, the rest of its process group is
-        killed, so nothing it started outlives it (a process that left the group with
-        ``setsid`` is the host's own business; toolwire's host ends those itself).
+        The process is started and ended by a :class:`~toolwire.client.transport.StdioTransport`
+        (its own process group; on leaving: stdin EOF, SIGTERM, SIGKILL of the group);
+        ``Client(transport=StdioTransport(...))`` is the same.
         """
-        argv = [os.fspath(a) for a in (command or host_command())]
-        full_env: dict[str, str] | None = None
-        if env is not None:
-            full_env = dict(os.environ)
-            full_env.update(env)
-        if is_host_command(argv):
-            # Also for `toolwire serve` (a console script, which cannot take -P): Python
-            # then leaves the script's and the working directory off sys.path.
-            full_env = dict(os.environ) if full_env is None else full_env
-            full_env[SAFE_PATH_ENV] = "1"
-        spec = _Spawn(argv, os.fspath(cwd) if cwd else None, full_env, stderr, terminate_grace)
-        return cls(_spawn=spec, **options)
+        transport = StdioTransport(
+            command, cwd=cwd, env=env, stderr=stderr, terminate_grace=terminate_grace
+        )
+        return cls(transport=transport, **options)
 
     @classmethod
     def connect(cls, receive: ByteReceiveStream, send: ByteSendStream, **options: Any) -> Client:
@@ -471,30 +347,25 @@ class Client:
 
     async def _start(self, stack: AsyncExitStack) -> None:
         receive, send = self._receive, self._send
-        self._stderr_done = stderr_done = anyio.Event()
         tg = await stack.enter_async_context(anyio.create_task_group())
-        if self._spawn is not None:
-            proc = await self._open_process(self._spawn)
-            stack.push_async_callback(self._close_process_streams, proc)
-            assert proc.stdout is not None and proc.stdin is not None
-            receive, send = proc.stdout, proc.stdin
-            if proc.stderr is not None:
-                tg.start_soon(self._drain_stderr, proc.stderr)
-            else:
-                stderr_done.set()
-            stack.push_async_callback(self._end_process, proc, tg)
+        if self.transport is not None:
+            transport = self.transport
+            receive, send = await transport.start(tg)
+            stack.push_async_callback(transport.close_streams)
+
+            async def end_host() -> None:
+                await transport.end()
+                tg.cancel_scope.cancel()
+
+            stack.push_async_callback(end_host)
         assert receive is not None and send is not None
         session = Session(
             receive, send, framing=self.framing, cancel_dialect=self.cancel_dialect, name="client"
         )
         session.notification_handlers.update(
             {
-                "notifications/progress": self._on_progress,
                 "notifications/message": self._on_message,
                 "notifications/tools/list_changed": self._on_list_changed,
-                CALL_STARTED: self._on_call_started,
-                CALL_PROGRESS: self._on_call_progress,
-                CALL_ENDED: self._on_call_ended,
             }
         )
         session.request_handlers["ping"] = _answer_ping
@@ -511,89 +382,15 @@ class Client:
             return
         await self._handshake(session)
 
-    async def _open_process(self, spec: _Spawn) -> anyio.abc.Process:
-        stderr: int | None
-        if spec.stderr == "inherit":
-            stderr = None
-        elif spec.stderr == "capture":
-            stderr = subprocess.PIPE
-        else:
-            stderr = subprocess.DEVNULL
-        proc = await anyio.open_process(
-            spec.command,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=stderr,
-            cwd=spec.cwd,
-            env=spec.env,
-            start_new_session=True,
-        )
-        self._process = proc
-        return proc
-
-    async def _drain_stderr(self, stream: ByteReceiveStream) -> None:
-        buf = self._stderr_buf
-        try:
-            async for chunk in stream:
-                buf += chunk
-                if len(buf) > STDERR_CAPTURE_LIMIT:
-                    del buf[: len(buf) - STDERR_CAPTURE_LIMIT]
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            pass
-        finally:
-            if self._stderr_done is not None:
-                self._stderr_done.set()
-
-    async def _end_process(self, proc: anyio.abc.Process, tg: anyio.abc.TaskGroup) -> None:
-        """Close stdin, wait, SIGTERM, wait, SIGKILL the process group (MCP stdio §shutdown)."""
-        with anyio.CancelScope(shield=True):
-            await self._end_process_steps(proc)
-        tg.cancel_scope.cancel()
-
-    async def _end_process_steps(self, proc: anyio.abc.Process) -> None:
-        grace = self._spawn.terminate_grace if self._spawn else TERMINATE_GRACE
-        if proc.stdin is not None:
-            with contextlib.suppress(Exception):
-                await proc.stdin.aclose()
-        if await _wait_exit(proc, grace):
-            self.ended_by = "eof"
-        else:
-            log.info("host %d still running %gs after EOF; sending SIGTERM", proc.pid, grace)
-            with contextlib.suppress(ProcessLookupError):
-                proc.terminate()
-            if await _wait_exit(proc, grace):
-                self.ended_by = "sigterm"
-            else:
-                log.warning("host %d ignored SIGTERM; killing its process group", proc.pid)
-                _kill_group(proc.pid)
-                with contextlib.suppress(ProcessLookupError):
-                    proc.kill()
-                await proc.wait()
-                self.ended_by = "sigkill"
-        # The host ran as the leader of its own process group: whatever it started and
-        # left behind in that group is an orphan now. Linux does not hand out a number
-        # still used as a process group id, so this reaches only those leftovers.
-        _kill_group(proc.pid)
-        # A grandchild may still hold the stderr pipe; do not wait on it for long.
-        if self._stderr_done is not None:
-            with anyio.move_on_after(1.0):
-                await self._stderr_done.wait()
-
-    async def _close_process_streams(self, proc: anyio.abc.Process) -> None:
-        with anyio.CancelScope(shield=True):
-            for stream in (proc.stdin, proc.stdout, proc.stderr):
-                if stream is not None:
-                    with contextlib.suppress(Exception):
-                        await stream.aclose()
-
     async def _closed_early(self, method: str) -> JsonRpcError:
         """The error for a host that closed the connection before answering ``method``:
         its exit code and the end of its stderr, when the client spawned it."""
-        if self._process is None:
+        process = self.process
+        if process is None:
             return JsonRpcError(CONNECTION_CLOSED, f"the connection closed before {method}")
         code = None
         with anyio.move_on_after(1.0):
-            code = await self._process.wait()
+            code = await process.wait()
         detail = f" (exit code {code})" if code is not None else ""
         tail = self.stderr_output.strip()[-2000:]
         return JsonRpcError(
@@ -647,17 +444,31 @@ class Client:
         return True
 
     async def _request(
-        self, method: str, params: dict[str, Any] | None, timeout: float | None
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        timeout: float | None,
+        *,
+        request_id: int | None = None,
+        on_progress: ProgressListener | None = None,
     ) -> Any:
         """Send ``method``; in 2026-07-28 with the envelope, answering input-required
-        results through the callbacks and retrying (at most :data:`MAX_INPUT_ROUNDS`)."""
+        results through the callbacks and retrying (at most :data:`MAX_INPUT_ROUNDS`).
+
+        ``request_id`` (from :meth:`Session.new_request_id`) is the id of the first
+        round; ``on_progress`` listens to every round (:meth:`Session.request`)."""
         session = self.session
         if not self.modern:
-            return await session.request(method, params, timeout=timeout)
+            return await session.request(
+                method, params, timeout=timeout, on_progress=on_progress, request_id=request_id
+            )
         body = dict(params or {})
         body["_meta"] = {**self._envelope(), **(body.get("_meta") or {})}
         for _ in range(MAX_INPUT_ROUNDS):
-            raw = await session.request(method, body, timeout=timeout)
+            raw = await session.request(
+                method, body, timeout=timeout, on_progress=on_progress, request_id=request_id
+            )
+            request_id = None
             if not isinstance(raw, dict) or raw.get("resultType") != RESULT_INPUT_REQUIRED:
                 return raw
             body = {k: v for k, v in body.items() if k not in ("inputResponses", "requestState")}
@@ -751,12 +562,18 @@ class Client:
     @property
     def process(self) -> anyio.abc.Process | None:
         """The spawned host process (None for :meth:`connect`)."""
-        return self._process
+        return self.transport.process if self.transport is not None else None
+
+    @property
+    def ended_by(self) -> EndedBy | None:
+        """How a spawned host ended on close: it exited after stdin EOF, after SIGTERM,
+        or was killed. None until the client closed (and for :meth:`connect`)."""
+        return self.transport.ended_by if self.transport is not None else None
 
     @property
     def stderr_output(self) -> str:
         """What a host spawned with ``stderr="capture"`` wrote so far (last 1 MiB)."""
-        return self._stderr_buf.decode("utf-8", "replace")
+        return self.transport.stderr_output if self.transport is not None else ""
 
     # ------------------------------------------------------------------ requests
 
@@ -849,22 +666,17 @@ class Client:
         Leaving an enclosing cancel scope while waiting sends the cancellation
         notification too (the host interrupts the tool and sends nothing more).
         """
-        session = self.session
-        # Session.request numbers requests from this counter without an await in
-        # between, so this is exactly the id the request will carry.
-        call_id: RequestId = session._next_id
+        call_id = self.session.new_request_id()
         params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
-        meta_out = dict(meta or {})
-        token: RequestId | None = None
-        if on_progress is not None:
-            token = meta_out.setdefault("progressToken", call_id)
-            self._progress[token] = on_progress
-        if meta_out:
-            params["_meta"] = meta_out
+        if meta:
+            params["_meta"] = dict(meta)
         if timeout is None:
             timeout = self.call_timeout
+        listener = _progress_listener(on_progress) if on_progress is not None else None
         try:
-            raw = await self._request("tools/call", params, timeout)
+            raw = await self._request(
+                "tools/call", params, timeout, request_id=call_id, on_progress=listener
+            )
         except JsonRpcError as exc:
             if exc.code == REQUEST_TIMEOUT and timeout is not None:
                 raise CallTimeout(call_id, name, timeout) from None
@@ -874,9 +686,6 @@ class Client:
             if exc.code in MODEL_ERROR_CODES and not raise_it:
                 return ToolReply.from_protocol_error(call_id, name, exc)
             raise
-        finally:
-            if token is not None:
-                self._progress.pop(token, None)
         try:
             result = CallToolResult.model_validate(raw)
         except ValidationError as exc:
@@ -952,30 +761,15 @@ class Client:
         on_event: BatchEventCallback | None,
         timeout: float | None,
     ) -> BatchResult:
-        from .batch import BatchProgress, BatchResult
+        from .batch import BatchResult
 
-        session = self.session
         params: dict[str, Any] = {"calls": [c.to_wire() for c in items]}
         if mode is not None:
             params["mode"] = mode
         if stop_reason is not None:
             params["stopReason"] = stop_reason
-        token: RequestId | None = None
-        if on_event is not None:
-            token = session._next_id  # the id this request will carry (see call_tool)
-            params["_meta"] = {"progressToken": token}
-            self._batch_listeners[token] = on_event
-
-            def batch_progress(p: Progress) -> None:
-                on_event(BatchProgress(p.progress, p.total, p.message))
-
-            self._progress[token] = batch_progress
-        try:
-            raw = await self._request(CALL_BATCH, params, timeout)
-        finally:
-            if token is not None:
-                self._batch_listeners.pop(token, None)
-                self._progress.pop(token, None)
+        listener = _batch_listener(on_event) if on_event is not None else None
+        raw = await self._request(CALL_BATCH, params, timeout, on_progress=listener)
         try:
             entries = raw["results"]
             if not isinstance(entries, list) or len(entries) != len(items):
@@ -1082,73 +876,6 @@ class Client:
 
     # ------------------------------------------------------------------ notifications
 
-    def _batch_event(self, params: Any, build: Callable[[dict[str, Any]], Any]) -> None:
-        if type(params) is not dict:
-            return
-        listener = self._batch_listeners.get(params.get("progressToken"))  # type: ignore[arg-type]
-        if listener is None:
-            return
-        try:
-            event = build(params)
-        except (KeyError, TypeError, ValueError):
-            log.debug("ignoring a malformed batch notification: %r", params)
-            return
-        try:
-            listener(event)
-        except Exception:
-            log.exception("batch event callback failed")
-
-    def _on_call_started(self, params: Any) -> None:
-        from .batch import CallStarted
-
-        self._batch_event(params, lambda p: CallStarted(p["callId"], str(p.get("name", ""))))
-
-    def _on_call_progress(self, params: Any) -> None:
-        from .batch import CallProgress
-
-        def build(p: dict[str, Any]) -> CallProgress:
-            progress = p["progress"]
-            if not isinstance(progress, int | float):
-                raise TypeError("progress must be a number")
-            total = p.get("total")
-            message = p.get("message")
-            return CallProgress(
-                p["callId"],
-                Progress(
-                    progress,
-                    total if isinstance(total, int | float) else None,
-                    message if isinstance(message, str) else None,
-                ),
-            )
-
-        self._batch_event(params, build)
-
-    def _on_call_ended(self, params: Any) -> None:
-        from .batch import CallEnded
-
-        self._batch_event(params, lambda p: CallEnded(p["callId"], bool(p.get("isError"))))
-
-    # ------------------------------------------------------------------ notifications
-
-    def _on_progress(self, params: Any) -> None:
-        if type(params) is not dict:
-            return
-        callback = self._progress.get(params.get("progressToken"))  # type: ignore[arg-type]
-        progress = params.get("progress")
-        if callback is None or not isinstance(progress, int | float):
-            return
-        total = params.get("total")
-        message = params.get("message")
-        item = Progress(
-            progress,
-            total if isinstance(total, int | float) else None,
-            message if isinstance(message, str) else None,
-        )
-        try:
-            callback(item)
-        except Exception:
-            log.exception("progress callback failed")
-
     def _on_message(self, params: Any) -> None:
         if self.on_log is None or type(params) is not dict:
             return
@@ -1177,15 +904,70 @@ async def _answer_ping(params: Any, ctx: RequestContext) -> dict[str, Any]:
     return {}
 
 
-def _kill_group(pgid: int) -> None:
-    """SIGKILL every process in process group ``pgid`` (nothing when it is empty)."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
+def _progress_of(params: dict[str, Any]) -> Progress | None:
+    """The :class:`Progress` a ``notifications/progress`` (or a batch's
+    ``callProgress``) carries, or None when its ``progress`` is not a number."""
+    progress = params.get("progress")
+    if not isinstance(progress, int | float):
+        return None
+    total = params.get("total")
+    message = params.get("message")
+    return Progress(
+        progress,
+        total if isinstance(total, int | float) else None,
+        message if isinstance(message, str) else None,
+    )
 
 
-async def _wait_exit(proc: anyio.abc.Process, seconds: float) -> bool:
-    """Wait up to ``seconds`` for ``proc`` to exit; True when it did."""
-    with anyio.move_on_after(seconds):
-        await proc.wait()
-        return True
-    return False
+def _progress_listener(callback: ProgressCallback) -> ProgressListener:
+    """A session progress listener handing each ``notifications/progress`` of one call
+    to ``callback`` (an exception it raises is logged, never lost in the read loop)."""
+
+    def listen(method: str, params: dict[str, Any]) -> None:
+        if method != "notifications/progress":
+            return
+        item = _progress_of(params)
+        if item is None:
+            return
+        try:
+            callback(item)
+        except Exception:
+            log.exception("progress callback failed")
+
+    return listen
+
+
+def _batch_listener(on_event: BatchEventCallback) -> ProgressListener:
+    """A session progress listener turning one batch's notifications (its own progress,
+    ``notifications/toolwire/call*``) into batch events for ``on_event``."""
+    from .batch import BatchProgress, CallEnded, CallProgress, CallStarted
+
+    def build(method: str, p: dict[str, Any]) -> Any:
+        if method == "notifications/progress":
+            item = _progress_of(p)
+            return None if item is None else BatchProgress(item.progress, item.total, item.message)
+        if method == CALL_STARTED:
+            return CallStarted(p["callId"], str(p.get("name", "")))
+        if method == CALL_PROGRESS:
+            item = _progress_of(p)
+            if item is None:
+                raise TypeError("progress must be a number")
+            return CallProgress(p["callId"], item)
+        if method == CALL_ENDED:
+            return CallEnded(p["callId"], bool(p.get("isError")))
+        return None
+
+    def listen(method: str, params: dict[str, Any]) -> None:
+        try:
+            event = build(method, params)
+        except (KeyError, TypeError, ValueError):
+            log.debug("ignoring a malformed batch notification: %r", params)
+            return
+        if event is None:
+            return
+        try:
+            on_event(event)
+        except Exception:
+            log.exception("batch event callback failed")
+
+    return listen

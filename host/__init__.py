@@ -14,7 +14,9 @@ Write a tool::
         await ctx.report_progress(1, 1)
         return text.upper()
 
-and serve it: ``toolwire serve --tools shout.py``.
+and serve it: ``toolwire serve --tools shout.py``. To serve a connection inside a
+process of your own, await :func:`run_host` with a :class:`HostConfig` and two file
+descriptors (``toolwire serve`` itself is :mod:`toolwire.host.process`).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ __all__ = [
     "Block",
     "ExecEnv",
     "Executor",
+    "HostConfig",
     "HostServer",
     "IncomingCall",
     "Param",
@@ -37,6 +40,7 @@ __all__ = [
     "Registry",
     "ResultPatch",
     "RunResult",
+    "StartupError",
     "Tool",
     "ToolAnnotations",
     "ToolContext",
@@ -45,6 +49,7 @@ __all__ = [
     "ToolResult",
     "after_tool_call",
     "before_tool_call",
+    "run_host",
     "run_in_env",
     "tool",
 ]
@@ -58,6 +63,7 @@ __getattr__ = lazy_exports(
         "Block": ".hooks",
         "ExecEnv": ".context",
         "Executor": ".executor",
+        "HostConfig": ".options",
         "HostServer": ".server",
         "NOT_GIVEN": ".hooks",
         "Param": ".hints",
@@ -65,7 +71,8 @@ __getattr__ = lazy_exports(
         "Pipeline": ".pipeline",
         "Registry": ".registry",
         "ResultPatch": ".hooks",
-        "RunResult": ".runner",
+        "RunResult": ".commands",
+        "StartupError": ".options",
         "Tool": ".definition",
         "ToolAnnotations": "toolwire.models",
         "IncomingCall": ".hooks",
@@ -75,7 +82,8 @@ __getattr__ = lazy_exports(
         "ToolResult": ".results",
         "after_tool_call": ".hooks",
         "before_tool_call": ".hooks",
-        "run_in_env": ".runner",
+        "run_host": ".connection",
+        "run_in_env": ".commands",
         "tool": ".decorator",
     },
 )
@@ -84,6 +92,8 @@ if TYPE_CHECKING:
     from toolwire.models import ToolAnnotations
 
     from .approval import ApprovalPolicy
+    from .commands import RunResult, run_in_env
+    from .connection import run_host
     from .context import ExecEnv, ToolContext
     from .decorator import tool
     from .definition import Tool, ToolDefinitionError
@@ -97,9 +107,9 @@ if TYPE_CHECKING:
         after_tool_call,
         before_tool_call,
     )
+    from .options import HostConfig, StartupError
     from .paths import PathError
     from .pipeline import Pipeline
     from .registry import Registry
     from .results import ToolError, ToolResult
-    from .runner import RunResult, run_in_env
     from .server import HostServer

@@ -7,6 +7,6 @@ from .importpath import scrub_at_entry
 if __name__ == "__main__":
     # Before anything else is imported: the root must not be on the import path.
     scrub_at_entry(sys.argv[1:])
-    from .launch import main
+    from .process import main
 
     main()

@@ -1,14 +1,12 @@
 """``toolwire serve``'s options: the command line, ``toolwire.toml`` and :class:`HostConfig`.
 
 Standard library only (plus the sandbox settings and the config file reader), so the
-launcher can parse them and start probing the sandbox before the heavy imports.
+process (:mod:`toolwire.host.process`) can parse them and start probing the sandbox before the heavy imports.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -18,7 +16,14 @@ from toolwire.framing import DEFAULT_MAX_MESSAGE_SIZE
 from .config import load_config_file
 from .sandbox import SandboxSettings
 
-__all__ = ["HostConfig", "build_parser", "config_from_args", "take_over_stdio"]
+__all__ = ["HostConfig", "StartupError", "build_parser", "config_from_args"]
+
+
+class StartupError(Exception):
+    """The host cannot start as configured: a ``--tools`` file or module that does not
+    load, a root that is not a directory, no sandbox where one is required. The message
+    is the whole explanation for the user; ``toolwire serve`` prints it and exits with
+    code 2 (:mod:`toolwire.host.process`), an embedder decides for itself."""
 
 
 @dataclass
@@ -194,21 +199,3 @@ def config_from_args(ns: argparse.Namespace) -> HostConfig:
         approve=[name.strip() for item in approve for name in str(item).split(",") if name.strip()],
         approval_timeout=approval_timeout,
     )
-
-
-def take_over_stdio() -> tuple[int, int]:
-    """Move the protocol streams to private descriptors; returns ``(read_fd, write_fd)``.
-
-    Afterwards fd 1 and ``sys.stdout`` write to stderr, and fd 0 / ``sys.stdin`` read
-    /dev/null, so nothing but the host's writer reaches the protocol stream.
-    """
-    sys.stdout.flush()
-    proto_in = os.dup(0)
-    proto_out = os.dup(1)
-    os.dup2(2, 1)
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.close(devnull)
-    sys.stdout = sys.stderr
-    sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115 - lives for the process
-    return proto_in, proto_out

@@ -2,7 +2,7 @@
 
 :func:`resolve_sandbox` decides once, at start-up, whether bubblewrap really works
 here (it runs a trivial command in exactly the layout real commands get). The
-process runner (:mod:`toolwire.host.runner`) then asks :meth:`Sandbox.wrap` to turn
+process runner (:mod:`toolwire.host.commands`) then asks :meth:`Sandbox.wrap` to turn
 each command line into a bubblewrap command line.
 
 Inside the sandbox a command sees (see ``SECURITY.md`` for the threat model):
@@ -163,7 +163,7 @@ class SandboxSettings:
             default) picks one with :func:`find_bwrap`.
         max_commands: how many commands tools may run at once, host-wide (default
             :data:`DEFAULT_MAX_COMMANDS`; 0 means no limit). A command beyond it waits
-            for a slot, within its own timeout (see :mod:`toolwire.host.runner`).
+            for a slot, within its own timeout (see :mod:`toolwire.host.commands`).
     """
 
     mode: SandboxMode = "auto"
@@ -532,7 +532,7 @@ class Sandbox:
     _proc_ops: list[tuple[str, str, str]] = field(default_factory=list)
     _install_dirs: list[str] = field(default_factory=list)
     command_slots: Any = field(default=None, repr=False, compare=False)
-    """The runner's :class:`toolwire.host.runner.CommandSlots` for this sandbox (made
+    """The runner's :class:`toolwire.host.commands.CommandSlots` for this sandbox (made
     on first use): ``max_commands`` is counted per sandbox, that is per host."""
 
     def bwrap_summary(self) -> str:

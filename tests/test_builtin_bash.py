@@ -17,7 +17,7 @@ from toolwire.host.truncate import MAX_BYTES
 from tests.e2e_helpers import PROMPT, exits_within
 from tests.hostproc import HostProcess
 from tests.test_builtin_support import call, details, is_error, text
-from tests.test_runner import unique_sleep, wait_until_gone
+from tests.test_commands import unique_sleep, wait_until_gone
 
 pytestmark = pytest.mark.anyio
 
@@ -187,7 +187,7 @@ def _host(tmp_path: Path) -> HostProcess:
 
 
 def _wait_for(arg: str, present: bool, deadline: float = 10.0) -> bool:
-    from tests.test_runner import live_with_arg
+    from tests.test_commands import live_with_arg
 
     end = time.monotonic() + deadline
     while time.monotonic() < end:

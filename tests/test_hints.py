@@ -140,7 +140,7 @@ def test_param_default_without_a_signature_default_reaches_the_handler() -> None
 def test_host_with_plain_tools_starts_without_pydantic_or_jsonschema() -> None:
     code = (
         "import sys\n"
-        "from toolwire.host.serve import HostConfig, build_registry\n"
+        "from toolwire.host.connection import HostConfig, build_registry\n"
         "from pathlib import Path\n"
         f"cfg = HostConfig(root=Path('.'), tools=[{str(REPO / 'bench' / 'servers' / 'toolwire_tools.py')!r}],"
         " builtins=False, entry_points=False)\n"

@@ -91,27 +91,37 @@ def test_workers_are_reused_after_a_burst() -> None:
     anyio.run(main)
 
 
-def test_set_deadline_answers_with_the_expiry_result_and_interrupts_the_handler() -> None:
+def test_request_owns_its_progress_token_and_routes_the_notifications_to_its_listener() -> None:
     async def main() -> None:
         async with pair() as (a, b):
-            interrupted = anyio.Event()
+            seen_tokens: list[Any] = []
 
-            async def slow(params: Any, ctx: RequestContext) -> Any:
-                assert ctx.set_deadline(0.05, lambda: {"timedOut": True})
-                try:
-                    await anyio.sleep(30)
-                finally:
-                    interrupted.set()
-                return {"timedOut": False}
+            async def work(params: Any, ctx: RequestContext) -> Any:
+                seen_tokens.append(ctx.progress_token)
+                ctx.report_progress(1, 2)
+                b.notify("notifications/custom", {"progressToken": ctx.progress_token, "n": 1})
+                return {"id": ctx.id}
 
-            async def quick(params: Any, ctx: RequestContext) -> Any:
-                assert ctx.set_deadline(30, lambda: {"timedOut": True})
-                return {"timedOut": False}
+            b.request_handlers["work"] = work
+            elsewhere: list[Any] = []
+            a.notification_handlers["notifications/progress"] = elsewhere.append
+            got: list[tuple[str, dict[str, Any]]] = []
 
-            b.request_handlers["slow"] = slow
-            b.request_handlers["quick"] = quick
-            assert await a.request("slow", {}, timeout=10) == {"timedOut": True}
-            assert interrupted.is_set()
-            assert await a.request("quick", {}, timeout=10) == {"timedOut": False}
+            def listen(method: str, params: dict[str, Any]) -> None:
+                got.append((method, params))
+
+            reserved = a.new_request_id()
+            res = await a.request("work", {}, timeout=10, on_progress=listen, request_id=reserved)
+            assert res == {"id": reserved} and seen_tokens == [reserved]
+            assert [m for m, _ in got] == ["notifications/progress", "notifications/custom"]
+            assert got[0][1]["progressToken"] == reserved and got[0][1]["progress"] == 1
+            # A token the caller names is kept; no listener: no token is sent.
+            got.clear()
+            meta = {"_meta": {"progressToken": "mine"}}
+            await a.request("work", meta, timeout=10, on_progress=listen)
+            assert seen_tokens[-1] == "mine" and got[0][1]["progressToken"] == "mine"
+            await a.request("work", {}, timeout=10)
+            assert seen_tokens[-1] is None
+            assert elsewhere == [] and a._progress_listeners == {}
 
     anyio.run(main)

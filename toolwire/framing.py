@@ -30,6 +30,7 @@ from typing import Literal, Protocol
 
 __all__ = [
     "DEFAULT_MAX_MESSAGE_SIZE",
+    "NDJSON_TERMINATOR",
     "ContentLengthDecoder",
     "Decoder",
     "Framing",
@@ -37,8 +38,7 @@ __all__ = [
     "NdjsonDecoder",
     "detect_framing",
     "encode",
-    "encode_lsp",
-    "encode_ndjson",
+    "lsp_header",
     "make_decoder",
 ]
 
@@ -350,16 +350,20 @@ def make_decoder(framing: Framing, max_message_size: int = DEFAULT_MAX_MESSAGE_S
     return NdjsonDecoder(max_message_size)
 
 
-def encode_lsp(body: bytes) -> bytes:
-    """Frame one JSON body with an LSP ``Content-Length`` header (length in bytes)."""
-    return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+NDJSON_TERMINATOR = b"\n"
+"""What ends an ndjson frame: the byte 0x0A after the compact JSON body."""
 
 
-def encode_ndjson(body: bytes) -> bytes:
-    """Frame one compact JSON body as an ndjson line. The body must hold no raw LF."""
-    return body + b"\n"
+def lsp_header(length: int) -> bytes:
+    """The LSP header block that precedes a body of ``length`` bytes:
+    ``Content-Length: <length>\\r\\n\\r\\n`` (the only header toolwire sends)."""
+    return b"Content-Length: %d\r\n\r\n" % length
 
 
 def encode(framing: Framing, body: bytes) -> bytes:
-    """Frame ``body`` for ``framing``."""
-    return encode_lsp(body) if framing == "lsp" else encode_ndjson(body)
+    """Frame one JSON body for ``framing``: an LSP header block before it, or an LF after
+    it (an ndjson body must hold no raw LF; compact JSON never does). The session queues
+    the same parts separately so a large body is not copied."""
+    if framing == "lsp":
+        return lsp_header(len(body)) + body
+    return body + NDJSON_TERMINATOR

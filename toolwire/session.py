@@ -48,10 +48,12 @@ from .errors import (
 )
 from .framing import (
     DEFAULT_MAX_MESSAGE_SIZE,
+    NDJSON_TERMINATOR,
     Decoder,
     Framing,
     FramingError,
     detect_framing,
+    lsp_header,
     make_decoder,
 )
 from .messages import (
@@ -63,12 +65,16 @@ from .messages import (
     classify,
     error_response,
     is_valid_id,
+    notification,
+    request,
+    response,
 )
 
 __all__ = [
     "PARAMS_NOT_AN_OBJECT",
     "Deferred",
     "NotificationHandler",
+    "ProgressListener",
     "RequestContext",
     "RequestHandler",
     "Session",
@@ -79,6 +85,10 @@ log = logging.getLogger("toolwire.session")
 
 RequestHandler = Callable[[Any, "RequestContext"], Awaitable[Any]]
 """``async def handler(params, ctx) -> result``; raise :class:`JsonRpcError` for an error reply."""
+ProgressListener = Callable[[str, dict[str, Any]], object]
+"""``listener(method, params)`` for notifications tied to an outbound request by its
+progress token (see :meth:`Session.request`)."""
+
 NotificationHandler = Callable[[Any], Any]
 """``def handler(params) -> None``, run inline in the read loop; keep it short."""
 
@@ -151,7 +161,6 @@ class RequestContext:
         "_batch",
         "_done",
         "_last_progress",
-        "_on_expiry",
         "_scope",
         "cancelled_by",
         "id",
@@ -178,7 +187,6 @@ class RequestContext:
         self._done = False
         self._last_progress: float | None = None
         self._batch = batch
-        self._on_expiry: Callable[[], Any] | None = None
         self._abort_error: JsonRpcError | None = None
         self._answered = False
 
@@ -203,22 +211,6 @@ class RequestContext:
         self._abort_error = error
         if self._scope is not None:
             self._scope.cancel()
-
-    def set_deadline(self, seconds: float, on_expiry: Callable[[], Any]) -> bool:
-        """Give the handler ``seconds`` to finish; past that it is cancelled and the
-        request is answered with ``on_expiry()`` as its result.
-
-        Costs one attribute write on the request's own cancel scope (no extra scope).
-        Call it from inside the handler.
-
-        Returns:
-            False when the request is not running under a scope (nothing was set).
-        """
-        if self._scope is None:
-            return False
-        self._scope.deadline = anyio.current_time() + seconds
-        self._on_expiry = on_expiry
-        return True
 
     def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None
@@ -351,13 +343,13 @@ class Session:
         self._refusal: Callable[[str], JsonRpcError] | None = None
         self._in_flight: dict[RequestId, RequestContext] = {}
         self._pending: dict[RequestId, _Pending] = {}
+        self._progress_listeners: dict[RequestId, ProgressListener] = {}
         self._next_id = 0
         self._out: list[bytes] = []
         self._out_event = anyio.Event()
         self._closing = False
         self._closed = anyio.Event()
         self._closing_event = anyio.Event()
-        self._write_failed = False
         self._writer_done = anyio.Event()
         self._queued = 0
         self._drained = anyio.Event()
@@ -392,14 +384,16 @@ class Session:
         self._send_body(_json.dumps(obj))
 
     def _send_body(self, body: bytes) -> None:
+        # The frame's parts are queued apart (the codecs of framing.py say what they
+        # are), so a large body is handed to the stream without being copied.
         if self._framing == "lsp":
-            header = b"Content-Length: %d\r\n\r\n" % len(body)
+            header = lsp_header(len(body))
             self._out.append(header)
             self._out.append(body)
             self._queued += len(header) + len(body)
         else:
             self._out.append(body)
-            self._out.append(b"\n")
+            self._out.append(NDJSON_TERMINATOR)
             self._queued += len(body) + 1
         self._out_event.set()
 
@@ -441,10 +435,7 @@ class Session:
 
     def notify(self, method: str, params: Any = None) -> None:
         """Queue a notification for the peer. Never blocks; frames keep their order."""
-        msg: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
-        if params is not None:
-            msg["params"] = params
-        self._send_obj(msg)
+        self._send_obj(notification(method, params))
 
     async def _writer(self) -> None:
         send = self._send
@@ -471,7 +462,6 @@ class Session:
                         self._drained.set()
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
             log.info("%s: peer stopped reading (%s); closing", self.name, exc)
-            self._write_failed = True
             self._out.clear()
             self.close()
         finally:
@@ -495,8 +485,21 @@ class Session:
 
     # ----------------------------------------------------------------- outbound requests
 
+    def new_request_id(self) -> int:
+        """Reserve an id for an outbound request (pass it to :meth:`request` as
+        ``request_id``); ids are never reused within a session."""
+        req_id = self._next_id
+        self._next_id += 1
+        return req_id
+
     async def request(
-        self, method: str, params: Any = None, *, timeout: float | None = None
+        self,
+        method: str,
+        params: Any = None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressListener | None = None,
+        request_id: int | None = None,
     ) -> Any:
         """Send a request to the peer and wait for its result.
 
@@ -504,6 +507,17 @@ class Session:
             method: the method name.
             params: a JSON object or array, or None to omit ``params``.
             timeout: seconds to wait; None waits until the connection closes.
+            on_progress: asks for progress (MCP 2025-11-25 "Progress"): the request
+                goes out with ``params._meta.progressToken`` (the request's id, unless
+                ``params._meta`` names a token already; ``params`` must then be an
+                object or None), and until the response arrives every notification
+                from the peer whose ``params.progressToken`` is that token is handed to
+                ``on_progress(method, params)`` instead of :attr:`notification_handlers`
+                (``notifications/progress``, and extension notifications tied to a
+                request the same way). It runs in the read loop: keep it short; an
+                exception it raises is logged.
+            request_id: an id from :meth:`new_request_id` (for a caller that needs the
+                id before the request is sent); None takes the next one.
 
         Returns:
             The ``result`` member of the response.
@@ -515,14 +529,23 @@ class Session:
         """
         if self._closing:
             raise JsonRpcError(CONNECTION_CLOSED, "Connection closed")
-        req_id = self._next_id
-        self._next_id += 1
+        req_id = self.new_request_id() if request_id is None else request_id
+        token: RequestId | None = None
+        if on_progress is not None:
+            params = dict(params or {})
+            meta = dict(params.get("_meta") or {})
+            token = meta.setdefault("progressToken", req_id)
+            params["_meta"] = meta
+            self._progress_listeners[token] = on_progress
         pending = _Pending()
         self._pending[req_id] = pending
-        msg: dict[str, Any] = {"jsonrpc": "2.0", "id": req_id, "method": method}
-        if params is not None:
-            msg["params"] = params
-        self._send_obj(msg)
+        try:
+            self._send_obj(request(req_id, method, params))
+        except BaseException:
+            self._pending.pop(req_id, None)
+            if token is not None:
+                self._progress_listeners.pop(token, None)
+            raise
         finished = False
         try:
             with anyio.move_on_after(timeout) as scope:
@@ -539,6 +562,8 @@ class Session:
             raise
         finally:
             self._pending.pop(req_id, None)
+            if token is not None:
+                self._progress_listeners.pop(token, None)
         if pending.error is not None:
             raise pending.error
         return pending.result
@@ -821,7 +846,7 @@ class Session:
                     ctx._done = False
                     self._queue_job(result._run, params, ctx, tg)
                     return
-                reply = {"jsonrpc": "2.0", "id": req.id, "result": result}
+                reply = response(req.id, result)
             except JsonRpcError as exc:
                 reply = error_response(req.id, exc)
             except Exception:
@@ -902,7 +927,7 @@ class Session:
                     scope.cancel()
                 try:
                     result = await handler(params, ctx)
-                    reply = {"jsonrpc": "2.0", "id": ctx.id, "result": result}
+                    reply = response(ctx.id, result)
                 except JsonRpcError as exc:
                     reply = error_response(ctx.id, exc)
                 except anyio.get_cancelled_exc_class():
@@ -921,12 +946,6 @@ class Session:
                 reply = error_response(ctx.id, JsonRpcError(REQUEST_CANCELLED, "Request cancelled"))
             elif ctx.cancelled_by == "mcp":
                 reply = None  # MCP: nothing more is sent for a cancelled request
-            elif scope.cancelled_caught and ctx._on_expiry is not None:
-                try:
-                    reply = {"jsonrpc": "2.0", "id": ctx.id, "result": ctx._on_expiry()}
-                except Exception:
-                    log.exception("%s: expiry handler for %s failed", self.name, ctx.method)
-                    reply = error_response(ctx.id, JsonRpcError(INTERNAL_ERROR, "Internal error"))
         finally:
             answered = ctx._answered  # settle() answered for it already
             ctx._done = True
@@ -972,6 +991,14 @@ class Session:
                     log.debug("%s: request %r cancelled (lsp)", self.name, target.id)
                     target.cancel("lsp")
             return
+        if self._progress_listeners and type(params) is dict:
+            listener = self._progress_listeners.get(params.get("progressToken"))  # type: ignore[arg-type]
+            if listener is not None:
+                try:
+                    listener(method, params)
+                except Exception:
+                    log.exception("%s: progress listener for %s failed", self.name, method)
+                return
         handler = self.notification_handlers.get(method)
         if handler is None:
             log.debug("%s: ignoring notification %s", self.name, method)

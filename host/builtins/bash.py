@@ -12,11 +12,11 @@ from collections import deque
 from typing import Annotated, Any
 
 from .. import outputs
+from ..commands import run_in_env
 from ..context import ToolContext
 from ..hints import Param
 from ..outputs import OutputStore
 from ..results import ToolError, ToolResult
-from ..runner import run_in_env
 from ..sandbox import find_system_program
 from ..termtext import TerminalText
 from ..truncate import MAX_BYTES, MAX_LINES, Truncation, format_size, truncate_tail

@@ -8,11 +8,11 @@ from typing import Annotated, Any
 import anyio
 import anyio.to_thread
 
+from ..commands import RunResult, run_in_env
 from ..context import ToolContext
 from ..hints import Param
 from ..paths import PathError, stat_beneath
 from ..results import ToolError, ToolResult
-from ..runner import RunResult, run_in_env
 from ..truncate import MAX_BYTES, format_size, truncate_head
 from ._common import GlobMatcher, LineSplitter, builtin_tool, display_path, find_rg
 from .grep import rg_base_args

@@ -17,11 +17,11 @@ from typing import Annotated, Any
 import anyio
 import anyio.to_thread
 
+from ..commands import RunResult, run_in_env
 from ..context import ToolContext
 from ..hints import Param
 from ..paths import PathError, resolve_output_file, stat_beneath
 from ..results import ToolError, ToolResult
-from ..runner import RunResult, run_in_env
 from ..truncate import GREP_MAX_LINE_CHARS, MAX_BYTES, Truncation, format_size, truncate_line
 from ._common import GlobMatcher, LineSplitter, builtin_tool, display_path, file_kind, find_rg
 

@@ -1,8 +1,7 @@
 """Custom tools that use the host's file and process rules through ``ctx.env``
 (for tests/test_sandbox.py)."""
 
-from toolwire.host import ToolContext, tool
-from toolwire.host.runner import run_in_env
+from toolwire.host import ToolContext, run_in_env, tool
 
 
 @tool

@@ -1,4 +1,4 @@
-"""The process runner (host/runner.py): output, exit status, and that nothing a command
+"""The process runner (host/commands.py): output, exit status, and that nothing a command
 starts outlives its call — on return, timeout and cancellation."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from toolwire.host.runner import MARKER_ENV, run_command
+from toolwire.host.commands import MARKER_ENV, run_command
 
 from tests.e2e_helpers import PROMPT
 

@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from .results import ToolError
-from .sandbox import Sandbox, child_pid_from_info
+from .sandbox import Sandbox, WrappedCommand, child_pid_from_info
 
 if TYPE_CHECKING:
     from .context import ExecEnv
@@ -352,190 +352,250 @@ async def _run_command(
     root: str | os.PathLike[str] | None = None,
     on_raw: RawOutputCallback | None = None,
 ) -> RunResult:
-    """The body of :func:`run_command` (which holds the command slot)."""
+    """The body of :func:`run_command` (which holds the command slot): start the child,
+    pump its output while waiting for it to exit (or for the timeout), then end what it
+    left behind and collect its status."""
     started = time.monotonic()
-    marker = secrets.token_hex(16)
-    full_env = dict(os.environ if env is None else env)
-    full_env[MARKER_ENV] = marker
-    info_r = info_w = -1
-    pass_fds: tuple[int, ...] = ()
-    if sandbox is not None:
-        if sandbox.active:
-            info_r, info_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
-        wrapped = sandbox.wrap(
-            argv,
-            root=cwd if root is None else root,
-            cwd=cwd,
-            env=full_env,
-            marker=(MARKER_ENV, marker),
-            info_fd=info_w if info_w >= 0 else None,
-        )
-        argv, full_env, pass_fds = wrapped.argv, wrapped.env, wrapped.pass_fds
-    read_fd, write_fd = os.pipe2(os.O_CLOEXEC)
-    try:
-        proc = subprocess.Popen(
-            list(argv),
-            stdin=subprocess.DEVNULL,
-            stdout=write_fd,
-            stderr=write_fd,
-            cwd=cwd,
-            env=full_env,
-            start_new_session=True,
-            close_fds=True,
-            pass_fds=pass_fds,
-        )
-    except BaseException:
-        os.close(read_fd)
-        if info_r >= 0:
-            os.close(info_r)
-        if sandbox is not None:
-            Sandbox.cleanup(wrapped)
-        raise
-    finally:
-        os.close(write_fd)
-        if info_w >= 0:
-            os.close(info_w)
-        if sandbox is not None:
-            wrapped.close_fds()
-    pid = proc.pid
-    os.set_blocking(read_fd, False)
-    pidfd: int | None = None
-    with contextlib.suppress(AttributeError, OSError):
-        pidfd = os.pidfd_open(pid)
-
-    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    total = 0
-    eof = anyio.Event()
-    reaped = False
-    status: int | None = None
+    child = _Child.start(argv, cwd=cwd, env=env, sandbox=sandbox, root=root)
+    output = _OutputPump(child.read_fd, on_output, on_raw)
     timed_out = False
     finished = False
-    is_async_cb = on_output is not None and inspect.iscoroutinefunction(on_output)
-
-    async def emit(text: str) -> None:
-        if on_output is None or not text:
-            return
-        if is_async_cb:
-            await on_output(text)
-        else:
-            r = on_output(text)
-            if inspect.isawaitable(r):
-                await r
-
-    raw_is_async = on_raw is not None and inspect.iscoroutinefunction(on_raw)
-
-    async def emit_raw(chunk: bytes) -> None:
-        if on_raw is None:
-            return
-        if raw_is_async:
-            await on_raw(chunk)
-        else:
-            r = on_raw(chunk)
-            if inspect.isawaitable(r):
-                await r
-
-    async def read_loop() -> None:
-        nonlocal total
-        while True:
-            try:
-                chunk = os.read(read_fd, _READ_SIZE)
-            except BlockingIOError:
-                await anyio.wait_readable(read_fd)
-                continue
-            except OSError:
-                chunk = b""
-            if not chunk:
-                await emit(decoder.decode(b"", final=True))
-                eof.set()
-                return
-            total += len(chunk)
-            await emit_raw(chunk)
-            if on_output is not None:
-                await emit(decoder.decode(chunk))
-
-    async def wait_exited() -> None:
-        """Return once the process has exited (it is then a zombie, not yet reaped)."""
-        if pidfd is not None:
-            await anyio.wait_readable(pidfd)
-            return
-        while True:  # no pidfd: poll /proc
-            if not _alive(pid):
-                return
-            await anyio.sleep(0.02)
-
-    def reap() -> None:
-        nonlocal reaped, status
-        if reaped:
-            return
-        try:
-            done, st = os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:  # someone else collected it
-            done, st = pid, -1
-        if done != pid:
-            return  # still running (cleanup gave up waiting): leave it to the host's exit
-        status = st if st >= 0 else None
-        reaped = True
-        proc.returncode = -1 if status is None else os.waitstatus_to_exitcode(status)
-
-    def kill_tree() -> set[int]:
-        # While the process is unreaped its pid cannot be reused, so the group kill is safe.
-        if not reaped:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(pid, signal.SIGKILL)
-        return kill_marked(marker, exclude=(pid,))
-
     try:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(read_loop)
-            if timeout is not None and timeout > 0:
-                with anyio.move_on_after(timeout) as scope:
-                    await wait_exited()
-                if scope.cancelled_caught:
-                    timed_out = True
-                    kill_tree()
-                    await wait_exited()
-            else:
-                await wait_exited()
+            tg.start_soon(output.run)
+            timed_out = await child.wait_exited(timeout)
             # The command is over: end what it left behind, then read what is buffered.
-            escaped = kill_tree()
-            reap()
+            escaped = child.kill_tree()
+            child.reap()
             finished = True
             with anyio.move_on_after(_DRAIN_SECONDS):
-                await eof.wait()
+                await output.eof.wait()
             tg.cancel_scope.cancel()
             await _reap_all(escaped)
     finally:
         with anyio.CancelScope(shield=True):
-            escaped = set() if finished else kill_tree()
-            if not reaped:
-                with anyio.move_on_after(_REAP_SECONDS):
-                    await wait_exited()
-                reap()
-            await _reap_all(escaped)
-            os.close(read_fd)
-            if pidfd is not None:
-                os.close(pidfd)
-            if info_r >= 0:
-                # The sandbox's first process is handed to the host (a child
-                # subreaper) when bubblewrap exits: reap it, or it stays a zombie.
-                try:
-                    info = os.read(info_r, 4096)
-                except OSError:
-                    info = b""
-                os.close(info_r)
-                await _reap_orphan(child_pid_from_info(info))
-            if sandbox is not None:
-                Sandbox.cleanup(wrapped)
-
-    code, sig = _decode_status(status) if status is not None else (None, None)
+            await child.finish(kill=not finished)
+    code, sig = _decode_status(child.status) if child.status is not None else (None, None)
     return RunResult(
         exit_code=code,
         signal=sig,
         timed_out=timed_out,
-        output_bytes=total,
+        output_bytes=output.total,
         duration=time.monotonic() - started,
-        pid=pid,
+        pid=child.pid,
     )
+
+
+async def _deliver(callback: Callable[[Any], Any], value: Any) -> None:
+    """Call an output callback, awaiting it when it is ``async`` (or returns an awaitable)."""
+    r = callback(value)
+    if inspect.isawaitable(r):
+        await r
+
+
+class _OutputPump:
+    """Reads the child's merged output pipe until end-of-file: counts the bytes, hands
+    each chunk to ``on_raw`` and its text (decoded incrementally as UTF-8, invalid bytes
+    as U+FFFD) to ``on_output``, and sets :attr:`eof` at the end."""
+
+    def __init__(
+        self, fd: int, on_output: OutputCallback | None, on_raw: RawOutputCallback | None
+    ) -> None:
+        self.fd = fd
+        self.on_output = on_output
+        self.on_raw = on_raw
+        self.total = 0
+        """Bytes read so far."""
+        self.eof = anyio.Event()
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+
+    async def _text(self, text: str) -> None:
+        if self.on_output is not None and text:
+            await _deliver(self.on_output, text)
+
+    async def run(self) -> None:
+        """Pump until end-of-file (or a read error, taken as end-of-file)."""
+        while True:
+            try:
+                chunk = os.read(self.fd, _READ_SIZE)
+            except BlockingIOError:
+                await anyio.wait_readable(self.fd)
+                continue
+            except OSError:
+                chunk = b""
+            if not chunk:
+                await self._text(self._decoder.decode(b"", final=True))
+                self.eof.set()
+                return
+            self.total += len(chunk)
+            if self.on_raw is not None:
+                await _deliver(self.on_raw, chunk)
+            if self.on_output is not None:
+                await self._text(self._decoder.decode(chunk))
+
+
+class _Child:
+    """One started command: its process, the read end of its output pipe, the pidfd
+    that watches its exit, its marker and, in the sandbox, what the wrapping set up.
+
+    The process stays unreaped until :meth:`reap`, so its pid (and process group id)
+    cannot be reused while :meth:`kill_tree` signals it."""
+
+    def __init__(
+        self,
+        proc: subprocess.Popen[bytes],
+        read_fd: int,
+        marker: str,
+        info_r: int,
+        wrapped: WrappedCommand | None,
+    ) -> None:
+        self.proc = proc
+        self.pid = proc.pid
+        self.read_fd = read_fd
+        self.marker = marker
+        self.info_r = info_r
+        self.wrapped = wrapped
+        self.reaped = False
+        self.status: int | None = None
+        """The wait status once reaped; None before, or when someone else collected it."""
+        os.set_blocking(read_fd, False)
+        self.pidfd: int | None = None
+        with contextlib.suppress(AttributeError, OSError):
+            self.pidfd = os.pidfd_open(self.pid)
+
+    @classmethod
+    def start(
+        cls,
+        argv: Sequence[str],
+        *,
+        cwd: str | os.PathLike[str],
+        env: Mapping[str, str] | None,
+        sandbox: Sandbox | None,
+        root: str | os.PathLike[str] | None,
+    ) -> _Child:
+        """Start ``argv`` (wrapped by ``sandbox`` when given) in its own session, stdin
+        from /dev/null, stdout and stderr on one pipe, the environment marked.
+
+        Raises:
+            OSError: the process could not be started (nothing is left open).
+        """
+        marker = secrets.token_hex(16)
+        full_env = dict(os.environ if env is None else env)
+        full_env[MARKER_ENV] = marker
+        info_r = info_w = -1
+        pass_fds: tuple[int, ...] = ()
+        wrapped: WrappedCommand | None = None
+        if sandbox is not None:
+            if sandbox.active:
+                info_r, info_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+            wrapped = sandbox.wrap(
+                argv,
+                root=cwd if root is None else root,
+                cwd=cwd,
+                env=full_env,
+                marker=(MARKER_ENV, marker),
+                info_fd=info_w if info_w >= 0 else None,
+            )
+            argv, full_env, pass_fds = wrapped.argv, wrapped.env, wrapped.pass_fds
+        read_fd, write_fd = os.pipe2(os.O_CLOEXEC)
+        try:
+            proc = subprocess.Popen(
+                list(argv),
+                stdin=subprocess.DEVNULL,
+                stdout=write_fd,
+                stderr=write_fd,
+                cwd=cwd,
+                env=full_env,
+                start_new_session=True,
+                close_fds=True,
+                pass_fds=pass_fds,
+            )
+        except BaseException:
+            os.close(read_fd)
+            if info_r >= 0:
+                os.close(info_r)
+            if wrapped is not None:
+                Sandbox.cleanup(wrapped)
+            raise
+        finally:
+            os.close(write_fd)
+            if info_w >= 0:
+                os.close(info_w)
+            if wrapped is not None:
+                wrapped.close_fds()
+        return cls(proc, read_fd, marker, info_r, wrapped)
+
+    async def _exited(self) -> None:
+        """Return once the process has exited (it is then a zombie, not yet reaped)."""
+        if self.pidfd is not None:
+            await anyio.wait_readable(self.pidfd)
+            return
+        while True:  # no pidfd: poll /proc
+            if not _alive(self.pid):
+                return
+            await anyio.sleep(0.02)
+
+    async def wait_exited(self, timeout: float | None) -> bool:
+        """Wait for the process to exit; past ``timeout`` seconds (None or <= 0: no
+        limit) kill its tree and wait for it then. Returns whether the timeout expired."""
+        if timeout is None or timeout <= 0:
+            await self._exited()
+            return False
+        with anyio.move_on_after(timeout) as scope:
+            await self._exited()
+        if not scope.cancelled_caught:
+            return False
+        self.kill_tree()
+        await self._exited()
+        return True
+
+    def reap(self) -> None:
+        """Collect the exit status if the process has exited (never blocks)."""
+        if self.reaped:
+            return
+        try:
+            done, st = os.waitpid(self.pid, os.WNOHANG)
+        except ChildProcessError:  # someone else collected it
+            done, st = self.pid, -1
+        if done != self.pid:
+            return  # still running (cleanup gave up waiting): leave it to the host's exit
+        self.status = st if st >= 0 else None
+        self.reaped = True
+        self.proc.returncode = -1 if self.status is None else os.waitstatus_to_exitcode(self.status)
+
+    def kill_tree(self) -> set[int]:
+        """SIGKILL the process group and every process carrying the marker; returns
+        the marked pids signalled (to reap: the host is their subreaper)."""
+        # While the process is unreaped its pid cannot be reused, so the group kill is safe.
+        if not self.reaped:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.pid, signal.SIGKILL)
+        return kill_marked(self.marker, exclude=(self.pid,))
+
+    async def finish(self, *, kill: bool) -> None:
+        """End of the run, whatever happened (run shielded): with ``kill``, end the
+        tree first; reap the process (waiting a bounded time), reap what was killed,
+        close the descriptors and undo the sandbox's set-up."""
+        escaped = self.kill_tree() if kill else set()
+        if not self.reaped:
+            with anyio.move_on_after(_REAP_SECONDS):
+                await self._exited()
+            self.reap()
+        await _reap_all(escaped)
+        os.close(self.read_fd)
+        if self.pidfd is not None:
+            os.close(self.pidfd)
+        if self.info_r >= 0:
+            # The sandbox's first process is handed to the host (a child
+            # subreaper) when bubblewrap exits: reap it, or it stays a zombie.
+            try:
+                info = os.read(self.info_r, 4096)
+            except OSError:
+                info = b""
+            os.close(self.info_r)
+            await _reap_orphan(child_pid_from_info(info))
+        if self.wrapped is not None:
+            Sandbox.cleanup(self.wrapped)
 
 
 async def run_in_env(

@@ -1,0 +1,65 @@
+"""The host options the client's subcommands share (``list``, ``call``, ``agent``).
+
+Used by :mod:`toolwire.client.cli` and :mod:`toolwire.client.agent_cli`, which do not
+import each other's private names.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from pathlib import Path
+
+__all__ = ["add_host_options", "spawn_command"]
+
+
+def add_host_options(p: argparse.ArgumentParser, *, approval: bool = False) -> None:
+    """Add the options that say which host to spawn (``--root``, ``--tools``,
+    ``--no-builtins``, ``--server``; with ``approval`` also ``--approve`` and ``--yes``)
+    to a subcommand's parser."""
+    g = p.add_argument_group("host")
+    if approval:
+        g.add_argument(
+            "--approve",
+            action="append",
+            default=[],
+            metavar="NAMES|destructive|all",
+            help="the host asks before running these calls (tool names, comma-separated; "
+            "'destructive': tools not marked read-only; 'all'); you answer on the terminal",
+        )
+        g.add_argument(
+            "-y",
+            "--yes",
+            action="store_true",
+            help="allow every call the host asks about without prompting",
+        )
+    g.add_argument("--root", type=Path, help="directory the tools act in (default: cwd)")
+    g.add_argument(
+        "--tools",
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="FILE.py|MODULE",
+        help="also load every @tool from these files or modules",
+    )
+    g.add_argument("--no-builtins", action="store_true", help="do not offer the built-in tools")
+    g.add_argument(
+        "--server",
+        metavar="COMMAND",
+        help="talk to this MCP stdio server command instead of a toolwire host "
+        "(--root/--tools/--no-builtins are then ignored)",
+    )
+
+
+def spawn_command(ns: argparse.Namespace) -> list[str]:
+    """The command (argv) that starts the host the parsed options of
+    :func:`add_host_options` describe: ``--server`` split as a shell would, else a
+    toolwire host (:func:`~toolwire.client.client.host_command`)."""
+    from .client import host_command
+
+    if ns.server:
+        return shlex.split(ns.server)
+    extra: list[str] = []
+    for policy in getattr(ns, "approve", []):
+        extra += ["--approve", policy]
+    return host_command(root=ns.root, tools=ns.tools, builtins=not ns.no_builtins, extra_args=extra)

@@ -1,0 +1,207 @@
+"""The host serving one connection: :func:`run_host`, embeddable in a process of your own.
+
+``run_host`` reads requests from one descriptor and writes responses to another until
+end-of-file, ``exit`` or ``shutdown`` completes. The process around it in ``toolwire
+serve`` — options, taking over stdin/stdout before any tool module is imported, the
+sandbox probe, the watchdog that ends the process when a tool will not stop, the exit
+codes — is :mod:`toolwire.host.process`, which hands ``run_host`` a
+:class:`ProcessGuard`. The method handlers are :mod:`toolwire.host.server`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from collections.abc import Callable
+from pathlib import Path
+from typing import Protocol
+
+import anyio
+
+from toolwire.session import Session
+from toolwire.streams import FdReceiveStream, FdSendStream
+
+from .approval import ApprovalPolicy
+from .context import ExecEnv
+from .definition import ToolDefinitionError
+from .executor import Executor
+from .loading import load_builtins, load_entry_points, load_tools
+from .options import HostConfig, StartupError
+from .registry import Registry
+from .sandbox import Sandbox, resolve_sandbox
+from .server import HostServer
+
+__all__ = ["HostConfig", "ProcessGuard", "StartupError", "build_registry", "describe", "run_host"]
+
+log = logging.getLogger("toolwire.host")
+
+
+class ProcessGuard(Protocol):
+    """What owns the process around :func:`run_host` (``toolwire serve``'s is in
+    :mod:`toolwire.host.process`): it takes over the signals and makes sure the process
+    ends once the connection starts closing, even when a tool will not stop."""
+
+    def watch(
+        self,
+        close: Callable[[], None],
+        seconds_to_exit: Callable[[], float],
+        exit_code: Callable[[], int],
+    ) -> None:
+        """Called once, in the event loop's thread, when serving starts.
+
+        Args:
+            close: starts closing the connection; safe to call from any thread and from
+                a signal handler.
+            seconds_to_exit: seconds the host still needs for answers it owes after
+                ``exit`` (protocol.md §3.4); 0 when it owes none.
+            exit_code: the process exit code as things stand (0, or 1 for an LSP
+                ``exit`` without ``shutdown``).
+        """
+
+    def closing(self) -> None:
+        """The connection has started closing (EOF, ``exit``, a signal)."""
+
+
+def build_registry(config: HostConfig) -> Registry:
+    """A registry with the built-ins (unless disabled), entry points and ``--tools``.
+
+    Raises:
+        StartupError: a ``--tools`` file or module is missing or declares a tool wrongly.
+        Exception: whatever a tool module raises while it is imported (its traceback is
+            what its author needs).
+    """
+    registry = Registry()
+    if config.builtins:
+        load_builtins(registry)
+    if config.entry_points:
+        load_entry_points(registry)
+    for spec in config.tools:
+        try:
+            load_tools(registry, spec)
+        except ToolDefinitionError as exc:
+            raise StartupError(f"toolwire serve: --tools {spec}: {exc}") from None
+        except ImportError as exc:
+            # A missing file or module is a usage error; an import failing *inside* the
+            # module keeps its traceback (logged by main), which is what its author needs.
+            name = exc.name if isinstance(exc, ModuleNotFoundError) else None
+            missing = name is not None and (spec == name or spec.startswith(name + "."))
+            if missing or str(exc).startswith("tool file not found"):
+                hint = _not_importable_hint(spec, config.root) if missing else ""
+                raise StartupError(f"toolwire serve: --tools {spec}: {exc}{hint}") from None
+            raise
+    return registry
+
+
+def _not_importable_hint(spec: str, root: Path) -> str:
+    """A hint when a ``--tools`` module name exists as a file only in the root or the
+    working directory, which the host never imports from (:mod:`.importpath`)."""
+    top = spec.split(".", 1)[0]
+    for base in {Path.cwd(), root}:
+        if (base / top).is_dir() or (base / f"{top}.py").is_file():
+            return (
+                f" ({top} is in {base}, which is not on the host's import path so that"
+                " the model cannot plant modules there: give the file's path, e.g."
+                f" --tools {spec.replace('.', '/')}.py, or install the package)"
+            )
+    return ""
+
+
+def describe(config: HostConfig, env: ExecEnv) -> str:
+    """The ``instructions`` text sent in ``initialize``."""
+    text = (
+        f"Tools run in a separate host process and act inside the directory {env.root}. "
+        "Relative paths are resolved against it; paths outside it are refused."
+    )
+    if env.sandbox is not None:
+        text += " " + env.sandbox.describe()
+    return text
+
+
+async def run_host(
+    config: HostConfig,
+    read_fd: int,
+    write_fd: int,
+    registry: Registry | None = None,
+    *,
+    sandbox: Sandbox | None = None,
+    guard: ProcessGuard | None = None,
+) -> int:
+    """Serve one connection on the given descriptors until EOF, ``exit`` or a signal.
+
+    Args:
+        config: the host's options (``config.root`` must be a directory).
+        read_fd: the descriptor requests arrive on (a pipe, a socket, a file).
+        write_fd: the descriptor responses are written to.
+        registry: the tools (built from ``config`` with :func:`build_registry` when None).
+        sandbox: the resolved sandbox (resolved from ``config.sandbox`` when None).
+        guard: the owner of the process (``toolwire serve`` passes its own). When None,
+            as when embedding the host in a process of your own, SIGTERM, SIGINT and
+            SIGHUP received while serving close the connection through anyio, and
+            nothing outside the event loop ends the process.
+
+    Returns:
+        The exit code the host asks for: 0, or 1 for an LSP ``exit`` without ``shutdown``.
+
+    Raises:
+        StartupError: see :func:`build_registry`.
+        SandboxUnavailable: ``config.sandbox`` requires a sandbox this machine cannot give.
+    """
+    env = ExecEnv.at(
+        config.root, default_timeout=None, sandbox=sandbox or resolve_sandbox(config.sandbox)
+    )
+    if registry is None:
+        registry = build_registry(config)
+    server = HostServer(
+        registry,
+        env,
+        Executor(default_timeout=config.timeout, max_threads=config.max_threads),
+        instructions=describe(config, env),
+        page_size=config.page_size,
+        approval=ApprovalPolicy.parse(config.approve),
+        approval_timeout=config.approval_timeout,
+        server_description=env.sandbox.describe() if env.sandbox is not None else None,
+    )
+    session = Session(
+        FdReceiveStream(read_fd),
+        FdSendStream(write_fd),
+        framing=config.framing,
+        max_message_size=config.max_message_size,
+        name="host",
+    )
+    server.attach(session)
+    log.info("serving %d tools in %s", len(registry), env.root)
+
+    def exit_code() -> int:
+        return server.exit_code if server.exit_code is not None else 0
+
+    async with anyio.create_task_group() as tg:
+        if guard is None:
+            # Embedded: leave the process's signal handling to anyio and the embedder.
+            async def watch_signals() -> None:
+                with anyio.open_signal_receiver(
+                    signal.SIGTERM, signal.SIGINT, signal.SIGHUP
+                ) as sigs:
+                    async for signum in sigs:
+                        log.info("signal %d: shutting down", signum)
+                        session.close()
+                        return
+
+            tg.start_soon(watch_signals)
+        else:
+            owner = guard
+            loop = asyncio.get_running_loop()
+
+            def close() -> None:
+                loop.call_soon_threadsafe(session.close)
+
+            owner.watch(close, server.seconds_to_exit, exit_code)
+
+            async def tell_closing() -> None:
+                await session.wait_closing()
+                owner.closing()
+
+            tg.start_soon(tell_closing)
+        await session.serve()
+        tg.cancel_scope.cancel()
+    return exit_code()
