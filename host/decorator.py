@@ -160,6 +160,19 @@ def is_tool(obj: Any) -> bool:
     return callable(obj) and hasattr(obj, _TOOL_ATTR)
 
 
+def _plainly_the_arguments(sig: inspect.Signature) -> bool:
+    """True when ``sig`` has one parameter whose annotation (absent, or as written,
+    unevaluated) cannot name the tool context: it can only be the arguments dict."""
+    if len(sig.parameters) != 1:
+        return False
+    ann = next(iter(sig.parameters.values())).annotation
+    if ann is inspect.Parameter.empty:
+        return True
+    if isinstance(ann, str):
+        return "Context" not in ann
+    return not _is_context(ann)
+
+
 def build_tool(fn: Callable[..., Any]) -> Tool:
     """Turn a ``@tool``-marked (or plain) function into a :class:`Tool`.
 
@@ -176,11 +189,16 @@ def build_tool(fn: Callable[..., Any]) -> Tool:
     if not description or not description.strip():
         raise ToolDefinitionError(f"Tool {name!r} has no description (give it a docstring)")
 
-    try:
-        hints = get_type_hints(fn, include_extras=True)
-    except Exception as exc:
-        raise ToolDefinitionError(f"Tool {name!r}: cannot read type hints: {exc}") from exc
     sig = inspect.signature(fn)
+    if opts.get("input_schema") is not None and _plainly_the_arguments(sig):
+        # A raw-schema tool whose one parameter is the arguments dict: no type hint is
+        # needed, and evaluating them costs most of registering such a tool.
+        hints: dict[str, Any] = {}
+    else:
+        try:
+            hints = get_type_hints(fn, include_extras=True)
+        except Exception as exc:
+            raise ToolDefinitionError(f"Tool {name!r}: cannot read type hints: {exc}") from exc
     context_param: str | None = None
     params: list[inspect.Parameter] = []
     for p in sig.parameters.values():
