@@ -128,15 +128,19 @@ def test_write_does_not_build_a_deep_tree(host: HostProcess, root: Path) -> None
     assert (root / ok).read_text() == "x"
 
 
-def test_path_through_a_deep_working_directory_is_bounded(host: HostProcess, root: Path) -> None:
-    # Components counted below the root after resolution too: "../" cannot be used
-    # to shorten the argument while the real path keeps growing.
+def test_depth_is_counted_after_resolution(host: HostProcess, root: Path) -> None:
+    # A symlink inside the root stands for 200 levels; the argument has 102
+    # components but would create 100 more levels below those 200.
     deep = root.joinpath(*(["d"] * 200))
     deep.mkdir(parents=True)
-    rel = "d/" * 200 + "e/" * 100 + "k.py"
-    resp = host.call("write", {"path": rel, "content": "x"})
+    (root / "deep").symlink_to(deep.relative_to(root))
+    resp = host.call("write", {"path": "deep/" + "e/" * 100 + "k.py", "content": "x"})
     assert resp["result"]["isError"], resp
+    assert "directories below the root" in text_of(resp)
     assert not (deep / "e").exists()
+    # Control: within the bound through the same link.
+    resp = host.call("write", {"path": "deep/" + "e/" * 40 + "k.py", "content": "x"})
+    assert not resp["result"].get("isError"), resp
 
 
 # ------------------------------------------------------------------ edit: timeout, diff

@@ -37,6 +37,7 @@ from ..truncate import MAX_BYTES, format_size
 from ._common import atomic_write, builtin_tool, check_cancelled, display_path, open_regular
 
 __all__ = [
+    "EDIT_DIFF_MAX_LINES",
     "EDIT_MAX_DIFF_BYTES",
     "EDIT_MAX_FILE_BYTES",
     "EDIT_MAX_REPLACEMENTS",
