@@ -66,7 +66,7 @@ arguments:
 output:
   The result's text goes to stdout; progress and a summary of 'details' go to stderr.
   Control characters in it (terminal escape sequences, carriage returns, bidi
-  overrides) are shown as escapes such as \x1b, never sent to the terminal raw.
+  overrides) are shown as escapes such as \\x1b, never sent to the terminal raw.
   --json prints the whole result (an MCP CallToolResult object) to stdout instead.
   (--json is the output switch; the arguments' JSON goes in --args-json or positionally.)
 

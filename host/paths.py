@@ -44,9 +44,12 @@ from pathlib import Path
 from typing import Protocol
 
 __all__ = [
+    "MAX_PATH_BYTES",
+    "MAX_PATH_COMPONENTS",
     "PathEnv",
     "PathError",
     "check_not_installation",
+    "check_path_bounds",
     "host_installation",
     "is_inside",
     "names_directory",
@@ -142,6 +145,7 @@ def resolve_path(env: PathEnv, path: str, *, must_exist: bool = False) -> Path:
         raise PathError("Path must be a non-empty string")
     if "\x00" in path:
         raise PathError("Path contains a NUL byte")
+    check_path_bounds(path)
     real = _resolve_clean(env, normalize_path_argument(path, strip_at=False), path)
     if path.startswith("@") and not os.path.lexists(real):
         try:
@@ -154,6 +158,35 @@ def resolve_path(env: PathEnv, path: str, *, must_exist: bool = False) -> Path:
     if must_exist and not os.path.lexists(real):
         raise PathError(f"Path not found: {path}")
     return real
+
+
+MAX_PATH_BYTES = 4096
+"""Longest path argument (UTF-8 bytes) the file tools accept, and longest absolute
+path they resolve: Linux's ``PATH_MAX``. A longer path is refused before any work."""
+
+MAX_PATH_COMPONENTS = 256
+"""Most components (parts between slashes, ``.`` and ``..`` included) in a path
+argument, and most directory levels below the root a resolved path may have; so
+one ``write`` creates at most this many nested directories."""
+
+
+def check_path_bounds(path: str) -> None:
+    """Refuse a path argument over :data:`MAX_PATH_BYTES` UTF-8 bytes or with more
+    than :data:`MAX_PATH_COMPONENTS` components. Linear in ``len(path)``.
+
+    Raises:
+        PathError: the path is too long or too deep (the message gives the bound).
+    """
+    if len(path) > MAX_PATH_BYTES or len(path.encode("utf-8", "surrogatepass")) > MAX_PATH_BYTES:
+        raise PathError(
+            f"Path is too long ({len(path.encode('utf-8', 'surrogatepass'))} bytes); the file "
+            f"tools accept paths of at most {MAX_PATH_BYTES} bytes (PATH_MAX)"
+        )
+    if path.count("/") + 1 > MAX_PATH_COMPONENTS:
+        raise PathError(
+            f"Path has {path.count('/') + 1} components; the file tools accept at most "
+            f"{MAX_PATH_COMPONENTS}"
+        )
 
 
 def resolve_write_path(env: PathEnv, path: str, *, must_exist: bool = False) -> Path:
@@ -182,6 +215,12 @@ def _resolve_clean(env: PathEnv, cleaned: str, path: str) -> Path:
     real = Path(_resolve_beneath(str(root), str(candidate), path))
     if not is_inside(real, root):
         raise _outside(path)
+    rel = os.fspath(real)[len(os.fspath(root)) :]
+    if rel.count("/") > MAX_PATH_COMPONENTS:
+        raise PathError(
+            f"Path {path[:200]!r} lies {rel.count('/')} directories below the root; the file "
+            f"tools accept at most {MAX_PATH_COMPONENTS}"
+        )
     return real
 
 
@@ -203,31 +242,48 @@ def _resolve_beneath(root: str, candidate: str, shown: str) -> str:
     Symlinks outside the root (on the way to it) are followed, except those of the
     proc filesystem (``/proc/self``, ``/proc/<pid>/cwd`` and the like), which are
     refused; the caller checks that the final path is inside. Missing components
-    resolve by name, as realpath does.
+    resolve by name, as realpath does. The path built so far is kept as a list of
+    components with its length and never exceeds :data:`MAX_PATH_BYTES`, so each
+    step costs at most one join and one ``lstat`` of that many bytes: the work is
+    linear in the number of components (the old string rebuilding was quadratic).
 
     Raises:
-        PathError: such a symlink, a proc symlink outside the root, or more than
-            :data:`_MAX_SYMLINKS` symlinks.
+        PathError: such a symlink, a proc symlink outside the root, more than
+            :data:`_MAX_SYMLINKS` symlinks, or a path that grows (through symlink
+            targets) past :data:`MAX_PATH_BYTES`.
     """
     pending = list(reversed(candidate.split("/")))
-    current = "/"
+    parts: list[str] = []  # the real path so far: "/" + "/".join(parts)
+    length = 0  # len("/".join(parts)) + 1, kept as parts change
     links = 0
+
+    def joined() -> str:
+        return "/" + "/".join(parts)
+
     while pending:
         comp = pending.pop()
         if comp in ("", "."):
             continue
         if comp == "..":
-            current = os.path.dirname(current)
+            if parts:
+                length -= len(parts.pop()) + 1
             continue
-        nxt = os.path.join(current, comp)
+        if length + len(comp) + 1 > MAX_PATH_BYTES:
+            raise PathError(
+                f"Path {shown[:200]!r} resolves to more than {MAX_PATH_BYTES} bytes (PATH_MAX)"
+            )
+        parts.append(comp)
+        length += len(comp) + 1
+        nxt = joined()
         try:
             st = os.lstat(nxt)
         except OSError:
-            current = nxt
             continue
         if not stat.S_ISLNK(st.st_mode):
-            current = nxt
             continue
+        parts.pop()
+        length -= len(comp) + 1
+        current = joined()
         inside = is_inside(current, root)
         if not inside and st.st_dev == _proc_dev():
             # /proc/<pid>/cwd, /fd/<n>, /root, /exe and /proc/self: links into other
@@ -240,7 +296,8 @@ def _resolve_beneath(root: str, candidate: str, shown: str) -> str:
         try:
             target = os.readlink(nxt)
         except OSError:  # removed or replaced meanwhile: resolve it by name
-            current = nxt
+            parts.append(comp)
+            length += len(comp) + 1
             continue
         if inside:
             real_target = os.path.realpath(nxt)
@@ -251,9 +308,10 @@ def _resolve_beneath(root: str, candidate: str, shown: str) -> str:
                     "leads outside the root; tools may only touch files inside the root"
                 )
         if target.startswith("/"):
-            current = "/"
+            parts.clear()
+            length = 0
         pending.extend(reversed(target.split("/")))
-    return current
+    return joined()
 
 
 @functools.lru_cache(maxsize=1)

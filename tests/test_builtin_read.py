@@ -304,7 +304,7 @@ async def test_text_starting_like_a_magic_number_is_text(tmp_path: Path, start: 
 
 
 async def test_jpeg_over_the_pixel_bound_is_decoded_reduced(tmp_path: Path) -> None:
-    # 7000 x 6000 = 42 million pixels, over the 36 million bound: the JPEG decoder
+    # 7000 x 6000 = 42 million pixels, over the pixel bound: the JPEG decoder
     # scales it by 1/8 while decoding, so it is shown (scaled) rather than refused.
     pil = pytest.importorskip("PIL.Image")
     buf = io.BytesIO()

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
+import anyio.from_thread
+
 from ..decorator import tool
 from ..paths import PathError, check_not_installation, is_inside, open_directory
 from ..results import ToolError
@@ -25,6 +27,7 @@ __all__ = [
     "LineSplitter",
     "atomic_write",
     "builtin_tool",
+    "check_cancelled",
     "check_opened_inside",
     "display_path",
     "file_kind",
@@ -205,7 +208,25 @@ def _umask() -> int:
     return 0o022
 
 
-def atomic_write(path: Path, data: bytes, shown: str, within: Path | None = None) -> bool:
+def check_cancelled() -> None:
+    """In a worker thread started by ``anyio.to_thread.run_sync``: raise the
+    cancellation exception when the call that started it was cancelled (by the
+    client, or by the call's timeout, which the executor runs as a cancel scope).
+    Outside such a thread it does nothing. Call it at points where stopping leaves
+    nothing half-done."""
+    try:
+        anyio.from_thread.check_cancelled()
+    except RuntimeError:  # not in a worker thread (a direct call, a unit test)
+        return
+
+
+def atomic_write(
+    path: Path,
+    data: bytes,
+    shown: str,
+    within: Path | None = None,
+    before_commit: Callable[[], None] | None = None,
+) -> bool:
     """Replace ``path``'s content with ``data`` atomically; returns True when created.
 
     Missing parent directories are created. With ``within`` (the root), ``path`` must
@@ -221,7 +242,9 @@ def atomic_write(path: Path, data: bytes, shown: str, within: Path | None = None
     fsynced, given the existing file's mode (and owner, when permitted) or the umask's
     default for a new file, then renamed over the name; the directory is fsynced too.
     Readers see the old or the new content, never a mix. A hard link's other names
-    keep the old content (the name gets a new file).
+    keep the old content (the name gets a new file). ``before_commit`` (e.g.
+    :func:`check_cancelled`) runs just before the rename; when it raises, the
+    temporary file is removed and the file is left as it was.
 
     Raises:
         ToolError: ``path`` exists and is not a regular file (a symlink included), a
@@ -261,12 +284,14 @@ def atomic_write(path: Path, data: bytes, shown: str, within: Path | None = None
                     check_not_installation(within, opened, shown)
                 except PathError as exc:
                     raise _refusal(exc) from None
-        return _write_in(dfd, path.name, data, shown)
+        return _write_in(dfd, path.name, data, shown, before_commit)
     finally:
         os.close(dfd)
 
 
-def _write_in(dfd: int, name: str, data: bytes, shown: str) -> bool:
+def _write_in(
+    dfd: int, name: str, data: bytes, shown: str, before_commit: Callable[[], None] | None = None
+) -> bool:
     try:
         st: os.stat_result | None = os.stat(name, dir_fd=dfd, follow_symlinks=False)
     except FileNotFoundError:
@@ -305,6 +330,8 @@ def _write_in(dfd: int, name: str, data: bytes, shown: str) -> bool:
             os.fsync(fd)
         finally:
             os.close(fd)
+        if before_commit is not None:
+            before_commit()
         os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
     except BaseException as exc:
         with contextlib.suppress(OSError):

@@ -34,9 +34,10 @@ from ..hints import Param
 from ..paths import resolve_write_path
 from ..results import ToolError, ToolResult
 from ..truncate import MAX_BYTES, format_size
-from ._common import atomic_write, builtin_tool, display_path, open_regular
+from ._common import atomic_write, builtin_tool, check_cancelled, display_path, open_regular
 
 __all__ = [
+    "EDIT_DIFF_MAX_LINES",
     "EDIT_MAX_DIFF_BYTES",
     "EDIT_MAX_FILE_BYTES",
     "EDIT_MAX_REPLACEMENTS",
@@ -57,6 +58,12 @@ file would otherwise hold millions of match records)."""
 EDIT_MAX_DIFF_BYTES = 4 * MAX_BYTES
 """Most characters of the diff put in the result's details (200 KiB); a longer one
 is cut with a note."""
+
+EDIT_DIFF_MAX_LINES = 4000
+"""Most lines (old plus new) of one changed region compared line by line for the
+diff. Each edited region (with 3 lines of context) is diffed on its own, so the
+lines between two distant edits are never compared; a region over this bound is
+shown as all its old lines removed and all its new lines added (linear work)."""
 
 
 class EditSpec(TypedDict):
@@ -265,6 +272,7 @@ def apply_edits(text: str, edits: list[_Edit], shown: str) -> tuple[str, list[_S
     dominant = "\r\n" if first_nl > 0 and text[first_nl - 1] == "\r" else "\n"
     spans: list[_Span] = []
     for i, e in enumerate(edits):
+        check_cancelled()
         label = f"edits[{i}]" if len(edits) > 1 else "oldText"
         old = e.oldText.replace("\r\n", "\n")
         if not old:
@@ -325,66 +333,131 @@ def apply_edits(text: str, edits: list[_Edit], shown: str) -> tuple[str, list[_S
     return result, spans
 
 
-def _count_breaks(text: str, end: int) -> int:
-    """Line breaks in ``text[:end]`` as ``str.splitlines`` sees them (CRLF once)."""
-    n = text.count("\n", 0, end) + text.count("\r", 0, end) - text.count("\r\n", 0, end)
-    return n + sum(text.count(c, 0, end) for c in "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
-
-
 _HUNK = re.compile(r"@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@")
 
 
-def _window(old: str, new: str, spans: list[_Span]) -> tuple[int, int, int]:
-    """``(start, old_end, new_end)``: the part of both texts that holds every change
-    plus 3 lines on each side; before ``start`` and after the ends they are equal."""
-    start = min(sp.start for sp in spans)
-    stop = max(sp.end for sp in spans)
-    ws = old.rfind("\n", 0, start) + 1
-    for _ in range(3):
+def _line_start_before(text: str, pos: int, lines: int) -> int:
+    """Start of the line holding ``pos``, moved back ``lines`` more lines."""
+    ws = text.rfind("\n", 0, pos) + 1
+    for _ in range(lines):
         if ws == 0:
             break
-        ws = old.rfind("\n", 0, ws - 1) + 1
-    we = old.find("\n", stop)
-    for _ in range(3):
+        ws = text.rfind("\n", 0, ws - 1) + 1
+    return ws
+
+
+def _line_end_after(text: str, pos: int, lines: int) -> int:
+    """End (after its break) of the line holding ``pos``, moved on ``lines`` more lines."""
+    we = text.find("\n", pos)
+    for _ in range(lines):
         if we < 0:
             break
-        we = old.find("\n", we + 1)
-    old_end = len(old) if we < 0 else we + 1
-    return ws, old_end, old_end + len(new) - len(old)
+        we = text.find("\n", we + 1)
+    return len(text) if we < 0 else we + 1
+
+
+def _regions(old: str, spans: list[_Span]) -> list[tuple[int, int, int]]:
+    """``(start, old_end, delta)`` per changed region: the spans whose 3-line context
+    windows touch are merged; ``delta`` is the region's change in length."""
+    out: list[tuple[int, int, int]] = []
+    for sp in spans:  # sorted by start, not overlapping
+        ws = _line_start_before(old, sp.start, 3)
+        we = _line_end_after(old, sp.end, 3)
+        d = len(sp.new) - (sp.end - sp.start)
+        if out and ws <= out[-1][1]:
+            s0, e0, d0 = out[-1]
+            out[-1] = (s0, max(e0, we), d0 + d)
+        else:
+            out.append((ws, we, d))
+    return out
+
+
+def _plain_hunk(a: list[str], b: list[str]) -> list[str]:
+    """A unified-diff hunk (header relative to ``a`` and ``b``) removing every line of
+    ``a`` and adding every line of ``b``, after the equal lines at both ends."""
+    head = 0
+    while head < min(len(a), len(b)) and a[head] == b[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(a), len(b)) - head and a[-1 - tail] == b[-1 - tail]:
+        tail += 1
+    head_ctx, tail_ctx = min(head, 3), min(tail, 3)
+    a0, a1 = head - head_ctx, len(a) - tail + tail_ctx
+    b0, b1 = head - head_ctx, len(b) - tail + tail_ctx
+    lines = [f"@@ -{a0 + 1},{a1 - a0} +{b0 + 1},{b1 - b0} @@\n"]
+    lines += [" " + x for x in a[a0:head]]
+    lines += ["-" + x for x in a[head : len(a) - tail]]
+    lines += ["+" + x for x in b[head : len(b) - tail]]
+    lines += [" " + x for x in a[len(a) - tail : a1]]
+    return lines
 
 
 def _diff(old: str, new: str, shown: str, spans: list[_Span]) -> tuple[str, int]:
-    """A unified diff (3 lines of context) of the changed window only, with its hunk
-    line numbers shifted to the whole file; and the first changed line (1-based)."""
-    ws, old_end, new_end = _window(old, new, spans)
-    offset = _count_breaks(old, ws)
-    a = old[ws:old_end].splitlines(keepends=True)
-    b = new[ws:new_end].splitlines(keepends=True)
+    """A unified diff (3 lines of context) of the changed regions only, with hunk
+    line numbers shifted to the whole file; and the first changed line (1-based).
 
-    def shift(line: str) -> str:
-        m = _HUNK.match(line)
-        if m is None:
-            return line
-        return (
-            f"@@ -{int(m.group(1)) + offset}{m.group(2) or ''} "
-            f"+{int(m.group(3)) + offset}{m.group(4) or ''} @@" + line[m.end() :]
-        )
-
-    diff = "".join(
-        shift(line) if line.endswith("\n") else line + "\n\\ No newline at end of file\n"
-        for line in difflib.unified_diff(a, b, f"a/{shown}", f"b/{shown}", n=3)
-    )
-    if len(diff) > EDIT_MAX_DIFF_BYTES:
-        cut = diff.rfind("\n", 0, EDIT_MAX_DIFF_BYTES) + 1
-        diff = diff[:cut] + f"[diff cut at {format_size(EDIT_MAX_DIFF_BYTES)}]\n"
-    first = 1
-    for i, (x, y) in enumerate(zip(a, b, strict=False)):
-        if x != y:
-            first = i + 1
+    Each region (:func:`_regions`) is diffed on its own; one over
+    :data:`EDIT_DIFF_MAX_LINES` lines is shown as a plain replacement
+    (:func:`_plain_hunk`). Generation stops once the diff passes
+    :data:`EDIT_MAX_DIFF_BYTES`. Checks for cancellation between regions.
+    """
+    parts = [f"--- a/{shown}\n", f"+++ b/{shown}\n"]
+    size = 0
+    first = 0
+    old_line = new_line = 0  # line numbers (0-based) of old_pos / new_pos
+    old_pos = new_pos = 0
+    shift_total = 0
+    cut = False
+    for ws, we, delta in _regions(old, spans):
+        check_cancelled()
+        nws, nwe = ws + shift_total, we + shift_total + delta
+        old_line += _count_breaks_between(old, old_pos, ws)
+        new_line += _count_breaks_between(new, new_pos, nws)
+        old_pos, new_pos = ws, nws
+        shift_total += delta
+        a = old[ws:we].splitlines(keepends=True)
+        b = new[nws:nwe].splitlines(keepends=True)
+        if not first:
+            first = old_line + 1
+            for i, (x, y) in enumerate(zip(a, b, strict=False)):
+                if x != y:
+                    first = old_line + i + 1
+                    break
+            else:
+                first = old_line + min(len(a), len(b)) + 1
+        if len(a) + len(b) > EDIT_DIFF_MAX_LINES:
+            hunk = _plain_hunk(a, b)
+        else:
+            hunk = list(difflib.unified_diff(a, b, n=3))[2:]
+        for line in hunk:
+            m = _HUNK.match(line)
+            if m is not None:
+                line = (
+                    f"@@ -{int(m.group(1)) + old_line}{m.group(2) or ''} "
+                    f"+{int(m.group(3)) + new_line}{m.group(4) or ''} @@" + line[m.end() :]
+                )
+            elif not line.endswith("\n"):
+                line += "\n\\ No newline at end of file\n"
+            parts.append(line)
+            size += len(line)
+            if size > EDIT_MAX_DIFF_BYTES:
+                cut = True
+                break
+        if cut:
             break
-    else:
-        first = min(len(a), len(b)) + 1
-    return diff, first + offset
+    diff = "".join(parts) if size else ""
+    if cut:
+        end = diff.rfind("\n", 0, EDIT_MAX_DIFF_BYTES) + 1
+        diff = diff[:end] + f"[diff cut at {format_size(EDIT_MAX_DIFF_BYTES)}]\n"
+    return diff, first or 1
+
+
+def _count_breaks_between(text: str, start: int, end: int) -> int:
+    """Line breaks in ``text[start:end]`` as ``str.splitlines`` sees them (CRLF once;
+    ``start`` is a line start, so no CRLF is split)."""
+    n = text.count("\n", start, end) + text.count("\r", start, end)
+    n -= text.count("\r\n", start, end)
+    return n + sum(text.count(c, start, end) for c in "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
 
 
 def _legacy_single_edit(raw: Any) -> Any:
@@ -422,12 +495,14 @@ async def edit(
         raise ToolError(
             "Nothing to do: edits must contain at least one replacement {oldText, newText}"
         )
-    real = resolve_write_path(ctx.env, path, must_exist=True)
-    shown = display_path(real, ctx.env.cwd)
+    env = ctx.env
+
+    def work() -> ToolResult:
+        real = resolve_write_path(env, path, must_exist=True)
+        return _edit_file(real, display_path(real, env.cwd), env.root, specs)
+
     # Edits of one file never overlap: the executor's per-file mutation queue (mutates).
-    result: ToolResult = await anyio.to_thread.run_sync(
-        _edit_file, real, shown, ctx.env.root, specs
-    )
+    result: ToolResult = await anyio.to_thread.run_sync(work)
     return result
 
 
@@ -448,8 +523,11 @@ def _read_bounded(real: Path, shown: str, within: Path | None) -> bytes:
 
 
 def _edit_file(real: Path, shown: str, within: Path | None, specs: list[_Edit]) -> ToolResult:
-    """The whole edit, in a worker thread: read, match, write, diff."""
+    """The whole edit, in a worker thread: read, match, diff, write. Stops (and
+    writes nothing) when the call is cancelled or times out: checked after reading,
+    before each edit is matched, between diff regions, and just before the rename."""
     data = _read_bounded(real, shown, within)
+    check_cancelled()
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -462,8 +540,17 @@ def _edit_file(real: Path, shown: str, within: Path | None, specs: list[_Edit]) 
     body = text[1:] if bom else text
     del text
     new_body, spans = apply_edits(body, specs, shown)
-    atomic_write(real, (("\ufeff" if bom else "") + new_body).encode("utf-8"), shown, within)
+    # The diff comes first: a call cancelled (or timed out) while it is made, or while
+    # the file is written, leaves the file as it was (checked just before the rename).
     diff, first = _diff(body, new_body, shown, spans)
+    check_cancelled()
+    atomic_write(
+        real,
+        (("\ufeff" if bom else "") + new_body).encode("utf-8"),
+        shown,
+        within,
+        before_commit=check_cancelled,
+    )
     n = len(spans)
     details: dict[str, Any] = {"diff": diff, "firstChangedLine": first, "replacements": n}
     return ToolResult(

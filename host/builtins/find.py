@@ -38,10 +38,11 @@ async def find(
     rg = find_rg()
     if rg is None:
         raise ToolError("ripgrep (rg) is not installed; find needs it")
-    real = ctx.env.resolve(path, must_exist=True)
+    real = await anyio.to_thread.run_sync(lambda: ctx.env.resolve(path, must_exist=True))
     shown = display_path(real, ctx.env.cwd)
     try:
-        is_dir = stat.S_ISDIR(stat_beneath(ctx.env.root, real, shown=shown).st_mode)
+        st = await anyio.to_thread.run_sync(lambda: stat_beneath(ctx.env.root, real, shown=shown))
+        is_dir = stat.S_ISDIR(st.st_mode)
     except PathError as exc:
         raise ToolError(str(exc)) from None
     except OSError as exc:

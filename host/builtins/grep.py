@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import stat
+from pathlib import Path
 from typing import Annotated, Any
 
 import anyio
@@ -166,8 +167,13 @@ async def grep(
     rg = find_rg()
     if rg is None:
         raise ToolError("ripgrep (rg) is not installed; grep needs it")
-    output_file = resolve_output_file(path)  # a bash full-output file, read-only
-    real = output_file or ctx.env.resolve(path, must_exist=True)
+    env = ctx.env
+
+    def resolve() -> tuple[Path, Path | None]:
+        output_file = resolve_output_file(path)  # a bash full-output file, read-only
+        return output_file or env.resolve(path, must_exist=True), output_file
+
+    real, output_file = await anyio.to_thread.run_sync(resolve)
     within = output_file.parent if output_file else ctx.env.root
     matcher: GlobMatcher | None = None
     if glob:
@@ -176,7 +182,9 @@ async def grep(
         except ValueError as exc:
             raise ToolError(f"Invalid glob: {exc}") from None
     try:
-        mode = stat_beneath(within, real, shown=path).st_mode
+        mode = (
+            await anyio.to_thread.run_sync(lambda: stat_beneath(within, real, shown=path))
+        ).st_mode
     except PathError as exc:
         raise ToolError(str(exc)) from None
     except OSError as exc:

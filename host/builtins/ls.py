@@ -69,7 +69,7 @@ async def ls(
 ) -> ToolResult:
     """List a directory's entries, hidden ones included, sorted case-insensitively;
     directories end with '/'."""
-    real = ctx.env.resolve(path, must_exist=True)
+    real = await anyio.to_thread.run_sync(lambda: ctx.env.resolve(path, must_exist=True))
     shown = display_path(real, ctx.env.cwd)
     names = await anyio.to_thread.run_sync(list_directory, str(real), shown, ctx.env.root)
     if not names:

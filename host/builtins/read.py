@@ -22,7 +22,7 @@ from typing import IO, Annotated, Any, Literal
 import anyio.from_thread
 import anyio.to_thread
 
-from ..context import ToolContext
+from ..context import ExecEnv, ToolContext
 from ..hints import Param
 from ..paths import resolve_output_file, resolve_read_path
 from ..results import ToolError, ToolResult, image_block
@@ -46,11 +46,21 @@ IMAGE_MAX_SIDE = 2000
 IMAGE_MAX_BYTES = int(4.5 * 1024 * 1024)
 """Images are re-encoded (and scaled further) until their encoding fits 4.5 MB."""
 
-IMAGE_MAX_PIXELS = 36_000_000
-"""Most pixels the host decodes for one image (8K UHD, 7680x4320, fits). The size
-comes from the image's header, before decoding; a JPEG is decoded at 1/2, 1/4 or
-1/8 of its size when that brings it under the bound. Larger images are refused,
-so an image file that decompresses to gigabytes is never decompressed."""
+IMAGE_MAX_DECODED_BYTES = 64 * 1024 * 1024
+"""Most bytes one decoded image may take (64 MiB), counted as 4 bytes per pixel (the
+RGBA the host converts to): this is what bounds a read's memory, whatever the file's
+size on disk (a 1 KB WebP can declare 16383x2000 pixels)."""
+
+IMAGE_MAX_PIXELS = IMAGE_MAX_DECODED_BYTES // 4
+"""Most pixels the host decodes for one image: 16,777,216 (5K, 5120x2880, fits;
+8K UHD does not). The size comes from the image's header, before decoding; a JPEG is
+decoded at 1/2, 1/4 or 1/8 of its size when that brings it under the bound (so an 8K
+or 48-megapixel photo is read). Larger images are refused, so an image file that
+decompresses to gigabytes is never decompressed."""
+
+_REDUCIBLE_MODES = frozenset({"L", "RGB", "RGBA"})
+"""Modes ``Image.reduce`` takes and that convert to RGB/RGBA afterwards; images in
+other modes (1, P, I;16, LA, CMYK, ...) are converted before they are reduced."""
 
 _CHUNK = 1 << 20
 """Bytes read and decoded at a time."""
@@ -151,18 +161,57 @@ def _open_image(source: IO[bytes], mime: str) -> tuple[Any, int, int]:
     """Open an image lazily (header only) and check its pixel count."""
     from PIL import Image
 
-    img: Any = Image.open(source)
+    def refuse(width: int, height: int) -> ToolError:
+        return ToolError(
+            f"The image is {width}x{height} pixels, more than the {IMAGE_MAX_PIXELS} pixels "
+            f"({format_size(IMAGE_MAX_DECODED_BYTES)} decoded) the host decodes; scale it "
+            "down with bash (e.g. ImageMagick's convert) first"
+        )
+
+    try:
+        img: Any = Image.open(source)
+    except Image.DecompressionBombError:
+        # Pillow's own bound (twice its MAX_IMAGE_PIXELS) is far above ours: refuse it
+        # as ours, reading the size from the header again without Pillow's check.
+        raise refuse(*_header_size(source)) from None
     width, height = img.size
     if mime == "image/jpeg" and width * height > IMAGE_MAX_PIXELS:
         # The JPEG decoder scales by 1/2, 1/4 or 1/8 while decoding.
         img.draft("RGB", (max(1, width // 8), max(1, height // 8)))
     w, h = img.size if mime == "image/jpeg" else (width, height)
     if w * h > IMAGE_MAX_PIXELS:
-        raise ToolError(
-            f"The image is {width}x{height} pixels, more than the {IMAGE_MAX_PIXELS} pixels "
-            "the host decodes; scale it down with bash (e.g. ImageMagick's convert) first"
-        )
+        raise refuse(width, height)
     return img, width, height
+
+
+def _header_size(source: IO[bytes]) -> tuple[int, int]:
+    """``(width, height)`` from an image's header, opened with Pillow's bomb check
+    off for this one call (nothing is decoded); ``(0, 0)`` when it cannot be read."""
+    from PIL import Image
+
+    source.seek(0)
+    saved = Image.MAX_IMAGE_PIXELS
+    try:
+        Image.MAX_IMAGE_PIXELS = None
+        with Image.open(source) as img:
+            w, h = img.size
+        return int(w), int(h)
+    except Exception:
+        return 0, 0
+    finally:
+        Image.MAX_IMAGE_PIXELS = saved
+
+
+def _convert(img: Any, target: str) -> Any:
+    """``img`` in mode ``target`` (RGB or RGBA); 16- and 32-bit greyscale (I;16, I, F)
+    are scaled to 8 bits first, as Pillow converts those only to a few modes."""
+    if img.mode == target:
+        return img
+    if img.mode.startswith("I;16") or img.mode in ("I", "F"):
+        img = img.convert("I") if img.mode.startswith("I;16") else img
+        hi = img.getextrema()[1] or 1
+        img = img.point(lambda v: v * (255 / hi) if hi > 255 else v).convert("L")
+    return img.convert(target)
 
 
 def fit_image(
@@ -219,11 +268,15 @@ def fit_image(
     except Exception as exc:
         raise ToolError(f"Cannot decode the image to scale it: {exc}") from None
     # Shrink by a whole factor first (cheap, and it frees the full-size pixels
-    # before the mode conversion copies them).
+    # before the mode conversion copies them). reduce takes only some modes: convert
+    # the others first (within the decoded-bytes budget, checked above).
+    target = "RGB" if out_format == "JPEG" else "RGBA"
     factor_in = max(1, int(min(img.size[0] / (width * scale), img.size[1] / (height * scale))))
     if factor_in > 1:
+        if img.mode not in _REDUCIBLE_MODES:
+            img = _convert(img, target)
         img = img.reduce(factor_in)
-    frame = img.convert("RGB") if out_format == "JPEG" else img.convert("RGBA")
+    frame = _convert(img, target)
     del img
     encoded = b""
     w, h = width, height
@@ -526,11 +579,15 @@ async def read(
     use offset and limit to page through larger files). PNG, JPEG, GIF and WebP
     images come back as images; other binary files as a short description.
     """
-    output_file = resolve_output_file(path)  # a bash full-output file, read-only
-    real = output_file or resolve_read_path(ctx.env, path)
-    shown = display_path(real, ctx.env.cwd)
-    within = output_file.parent if output_file else ctx.env.root
-    result: ToolResult = await anyio.to_thread.run_sync(
-        _read_file, real, shown, within, offset, limit
-    )
+    result: ToolResult = await anyio.to_thread.run_sync(_read_path, ctx.env, path, offset, limit)
     return result
+
+
+def _read_path(env: ExecEnv, path: str, offset: int | None, limit: int | None) -> ToolResult:
+    """Resolve ``path`` and read it, in a worker thread (path resolution is file
+    system work, kept off the event loop)."""
+    output_file = resolve_output_file(path)  # a bash full-output file, read-only
+    real = output_file or resolve_read_path(env, path)
+    shown = display_path(real, env.cwd)
+    within = output_file.parent if output_file else env.root
+    return _read_file(real, shown, within, offset, limit)

@@ -10,7 +10,7 @@ from ..context import ToolContext
 from ..hints import Param
 from ..paths import resolve_write_path
 from ..results import ToolError, ToolResult
-from ._common import atomic_write, builtin_tool, display_path
+from ._common import atomic_write, builtin_tool, check_cancelled, display_path
 
 __all__ = ["write"]
 
@@ -26,7 +26,7 @@ async def write(
     The replacement is atomic: the file holds either the old or the new content.
     A path ending in '/' names a directory and is refused.
     """
-    real = resolve_write_path(ctx.env, path)
+    real = await anyio.to_thread.run_sync(resolve_write_path, ctx.env, path)
     shown = display_path(real, ctx.env.cwd)
     try:
         data = content.encode("utf-8")
@@ -35,7 +35,10 @@ async def write(
             f"content holds a lone surrogate at index {exc.start}, which UTF-8 cannot encode"
         ) from None
     # Writes to one file never overlap: the executor's per-file mutation queue (mutates).
-    created = await anyio.to_thread.run_sync(atomic_write, real, data, shown, ctx.env.root)
+    # A call cancelled (or timed out) before the rename leaves the file as it was.
+    created = await anyio.to_thread.run_sync(
+        atomic_write, real, data, shown, ctx.env.root, check_cancelled
+    )
     verb = "Created" if created else "Wrote"
     return ToolResult(
         f"{verb} {shown}: {len(data)} bytes written",
