@@ -24,6 +24,9 @@ taken for a stray ESC (replaced like any control character) followed by text, so
 ``ESC ]`` cannot hide the rest of the output; the line being drawn is handed on once it is longer than
 :data:`MAX_LINE_CHARS` (as a terminal wraps it): a later ``\\r`` then redraws only the
 part still held. Memory per stream is therefore bounded, whatever the command writes.
+Time is linear too: text with only ``\\r`` and ``\\n`` among its control characters (progress
+bars, CRLF lines) is redrawn a whole line at a time in C-level string operations, not one
+``\\r`` at a time, so a chunk of 64 KiB costs milliseconds on the event loop.
 """
 
 from __future__ import annotations
@@ -48,6 +51,10 @@ REPLACEMENT = "\ufffd"
 _SPECIAL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f]")
 # Plain text and newlines only (the fast path).
 _ONLY_PLAIN = re.compile("[^\x00-\x08\x0b-\x1f\x7f-\x9f]*")
+# Plain text, newlines and carriage returns only (the redraw path).
+_ONLY_PLAIN_CR = re.compile("[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]*")
+# Carriage returns right before a newline change nothing a terminal shows.
+_CR_NL = re.compile("\r+\n")
 
 _CSI = re.compile(r"\x1b\[([\x30-\x3f]*)([\x20-\x2f]*)([\x40-\x7e])")
 _CSI_OPEN = re.compile(r"\x1b\[[\x30-\x3f]*[\x20-\x2f]*\Z")
@@ -99,6 +106,9 @@ class TerminalText:
             else:
                 self._line += text
             self._col = len(self._line)
+        elif _ONLY_PLAIN_CR.fullmatch(text):
+            # Redrawn lines (progress bars, CRLF): whole runs at a time, not per character.
+            self._feed_redraw(text, out)
         else:
             self._feed_slow(text, out)
         if len(self._line) > MAX_LINE_CHARS:
@@ -116,9 +126,75 @@ class TerminalText:
         self._col = 0
         return rest
 
+    # ---------------------------------------------------------------- the redraw path
+
+    def _plain(self, s: str, out: list[str]) -> None:
+        """Write plain text with newlines at the cursor."""
+        first = s.find("\n")
+        if first < 0:
+            self._put(s)
+            return
+        self._put(s[:first])
+        last = s.rfind("\n")
+        out.append(self._line)
+        out.append(s[first : last + 1])
+        self._line = s[last + 1 :]
+        self._col = len(self._line)
+
+    def _overlay(self, segments: list[str]) -> None:
+        """Write ``segments`` (one line's text split at ``\\r``): the first at the cursor,
+        each later one from column 0 over what is there.
+
+        Cost is linear in the text, in C-level passes: a column shows the last segment that
+        reaches it, so only the last segment of each length matters, and a chunk of n
+        characters holds at most about sqrt(2n) different lengths."""
+        self._put(segments[0])
+        rest = segments[1:]
+        lengths = list(map(len, rest))
+        if lengths[-1] == max(lengths):  # the usual redraw: the last segment covers all others
+            self._line = rest[-1] + self._line[lengths[-1] :]
+            self._col = lengths[-1]
+            return
+        # The index of the last segment of each length (later ones overwrite earlier keys).
+        last_of = dict(zip(lengths, range(len(rest)), strict=True))
+        # For each length w: the last segment at least w long (it shows columns below w).
+        owner: dict[int, int] = {}
+        latest = -1
+        for width in sorted(last_of, reverse=True):
+            latest = max(latest, last_of[width])
+            owner[width] = latest
+        parts: list[str] = []
+        have = 0
+        for width in sorted(owner):
+            if width > have:
+                parts.append(rest[owner[width]][have:width])
+                have = width
+        parts.append(self._line[have:])
+        self._line = "".join(parts)
+        self._col = len(rest[-1])
+
+    def _feed_redraw(self, text: str, out: list[str]) -> None:
+        text = _CR_NL.sub("\n", text)
+        pos = 0
+        while (cr := text.find("\r", pos)) >= 0:
+            # The stretch of the line around this \r (from pos at most: earlier text is done).
+            nl = text.rfind("\n", pos, cr)
+            start = pos if nl < 0 else nl + 1
+            end = text.find("\n", cr)
+            if end < 0:
+                end = len(text)
+            if start > pos:
+                self._plain(text[pos:start], out)
+            self._overlay(text[start:end].split("\r"))
+            pos = end
+        if pos < len(text):
+            self._plain(text[pos:], out)
+
     # ---------------------------------------------------------------- the slow path
 
     def _put(self, s: str) -> None:
+        if not s:
+            return  # nothing drawn: a cursor past the end pads nothing yet
         line, col = self._line, self._col
         if col == len(line):
             self._line = line + s
