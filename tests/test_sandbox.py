@@ -77,6 +77,7 @@ def test_default_settings() -> None:
         "processes",
         "file_size",
         "open_files",
+        "tmpfs_size",
     }
 
 
