@@ -910,14 +910,49 @@ def _human(key: str, value: int) -> str:
     return f"{value} {LIMIT_KEYS[key][2]}"
 
 
-_ADVICE = (
+_INSTALL_ADVICE = (
     "To sandbox commands, install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; "
-    "Fedora: dnf install bubblewrap) and make sure it may create namespaces (unprivileged "
-    "user namespaces enabled: sysctl kernel.unprivileged_userns_clone=1; on Ubuntu 24.04+ "
-    "kernel.apparmor_restrict_unprivileged_userns=0 or an AppArmor profile for bwrap; in a "
-    "container, a seccomp profile that allows unshare/mount). Use --sandbox none to run "
-    "unsandboxed on purpose, or --sandbox bwrap to refuse to start without it."
+    "Fedora: dnf install bubblewrap) and make sure it may create namespaces."
 )
+_NAMESPACE_ADVICE = (
+    "Bubblewrap needs to create namespaces: enable unprivileged user namespaces (sysctl "
+    "kernel.unprivileged_userns_clone=1; on Ubuntu 24.04+ "
+    "kernel.apparmor_restrict_unprivileged_userns=0 or an AppArmor profile for bwrap; in a "
+    "container, a seccomp profile that allows unshare/mount)."
+)
+_CHOICE_ADVICE = (
+    "Use --sandbox none to run unsandboxed on purpose, or --sandbox bwrap to refuse to "
+    "start without it."
+)
+
+
+def _advice(cause: str, configured: bool) -> str:
+    """What to do about an unusable sandbox, matching its cause: "platform" (not Linux),
+    "missing" (no bubblewrap found, or the configured path is not executable),
+    "cannot-run" (bubblewrap failed to start the probe) or "not-a-sandbox" (the probe ran
+    but was not isolated). ``configured``: the bubblewrap came from ``[sandbox] bwrap``."""
+    if cause == "platform":
+        steps = ["Sandboxing needs Linux."]
+    elif cause == "missing" and configured:
+        steps = [
+            "Point [sandbox] bwrap at a bubblewrap executable (0.5.0 or later), or remove "
+            "the setting to use the system's or the bundled one.",
+            _INSTALL_ADVICE,
+        ]
+    elif cause == "missing":
+        steps = [_INSTALL_ADVICE, _NAMESPACE_ADVICE]
+    elif cause == "not-a-sandbox":
+        steps = [
+            "Point [sandbox] bwrap at a real bubblewrap (0.5.0 or later), or remove the "
+            "setting to use the system's or the bundled one."
+            if configured
+            else "Install a distribution's bubblewrap (0.5.0 or later) in /usr/bin."
+        ]
+    else:
+        steps = [_NAMESPACE_ADVICE]
+        if configured:
+            steps.append("Or check that [sandbox] bwrap names a working bubblewrap.")
+    return " ".join([*steps, _CHOICE_ADVICE])
 
 
 def _seccomp_program() -> bytes | None:
@@ -929,7 +964,7 @@ def _seccomp_program() -> bytes | None:
     return build_filter(machine) if machine in SUPPORTED_MACHINES else None
 
 
-_probe_cache: dict[tuple[Any, ...], tuple[bool, str]] = {}
+_probe_cache: dict[tuple[Any, ...], tuple[bool, str, bool]] = {}
 
 
 _PROBE_SCRIPT = (
@@ -960,9 +995,9 @@ def _probe_findings(sandbox: Sandbox, output: str) -> str:
     return ""
 
 
-def _probe(sandbox: Sandbox) -> tuple[bool, str]:
+def _probe(sandbox: Sandbox) -> tuple[bool, str, bool]:
     """Run a command in the sandbox's real layout once and check from inside that it
-    is sandboxed; (works, error text)."""
+    is sandboxed; (works, error text, whether the command ran but was not isolated)."""
     key = (
         sandbox.bwrap,
         sandbox.seccomp,
@@ -974,6 +1009,7 @@ def _probe(sandbox: Sandbox) -> tuple[bool, str]:
     if key in _probe_cache:
         return _probe_cache[key]
     info_r, info_w = os.pipe2(os.O_CLOEXEC)
+    unisolated = False
     with tempfile.TemporaryDirectory(prefix="toolwire-probe-") as tmp:
         wrapped = sandbox.wrap(
             ["/bin/sh", "-c", _PROBE_SCRIPT],
@@ -996,7 +1032,7 @@ def _probe(sandbox: Sandbox) -> tuple[bool, str]:
             err = proc.stderr.decode("utf-8", "replace").strip() or f"exit code {proc.returncode}"
             if ok:
                 wrong = _probe_findings(sandbox, proc.stdout.decode("utf-8", "replace"))
-                ok, err = not wrong, wrong
+                ok, err, unisolated = not wrong, wrong, bool(wrong)
         except (OSError, subprocess.TimeoutExpired) as exc:
             ok, err = False, str(exc)
         finally:
@@ -1009,7 +1045,7 @@ def _probe(sandbox: Sandbox) -> tuple[bool, str]:
             os.close(info_r)
             reap_orphan(child_pid_from_info(info))
             Sandbox.cleanup(wrapped)
-    _probe_cache[key] = (ok, "" if ok else err)
+    _probe_cache[key] = (ok, "" if ok else err, unisolated)
     return _probe_cache[key]
 
 
@@ -1029,8 +1065,11 @@ def resolve_sandbox(settings: SandboxSettings) -> Sandbox:
     if settings.mode == "none":
         return Sandbox(settings, active=False, reason="disabled")
     sandbox = Sandbox(settings, limits=limits, _prlimit=_find_prlimit())
+    configured = settings.bwrap is not None
+    cause = "missing"
     if not sys.platform.startswith("linux"):
         reason = f"bubblewrap needs Linux (this is {sys.platform})."
+        cause = "platform"
     elif settings.bwrap is not None and not os.access(settings.bwrap, os.X_OK):
         reason = f"bubblewrap (bwrap) is not installed at {settings.bwrap}."
     elif (bwrap := settings.bwrap or find_bwrap()) is None:
@@ -1053,11 +1092,17 @@ def resolve_sandbox(settings: SandboxSettings) -> Sandbox:
             candidate.process_limit_enforced = candidate._cgroup_base is not None
             if candidate._cgroup_base is not None:
                 _sweep_stale_cgroups(candidate._cgroup_base)
-        ok, err = _probe(candidate)
+        ok, err, unisolated = _probe(candidate)
         if ok:
             return candidate
-        reason = f"bubblewrap ({bwrap}) cannot run here: {err}."
+        if unisolated:
+            reason = f"{err}."
+            cause = "not-a-sandbox"
+        else:
+            reason = f"bubblewrap ({bwrap}) cannot run here: {err}."
+            cause = "cannot-run"
+    advice = _advice(cause, configured)
     if settings.mode == "bwrap":
-        raise SandboxUnavailable(f"--sandbox bwrap: {reason} {_ADVICE}")
-    sandbox.reason = f"{reason} {_ADVICE}"
+        raise SandboxUnavailable(f"--sandbox bwrap: {reason} {advice}")
+    sandbox.reason = f"{reason} {advice}"
     return sandbox
