@@ -26,7 +26,10 @@ taken for a stray ESC (replaced like any control character) followed by text, so
 part still held. Memory per stream is therefore bounded, whatever the command writes.
 Time is linear too: text with only ``\\r`` and ``\\n`` among its control characters (progress
 bars, CRLF lines) is redrawn a whole line at a time in C-level string operations, not one
-``\\r`` at a time, so a chunk of 64 KiB costs milliseconds on the event loop.
+``\\r`` at a time; colour and other sequences that draw nothing are removed, and runs
+of stray control characters replaced, in C-level passes too. Only sequences that move
+the cursor within the line (``\\b``, ``ESC [ K``/``G``/``C``/``D``) cost a Python step
+each; the bash tool cleans each chunk in a worker thread, off the event loop.
 """
 
 from __future__ import annotations
@@ -53,6 +56,18 @@ _SPECIAL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f]")
 _ONLY_PLAIN = re.compile("[^\x00-\x08\x0b-\x1f\x7f-\x9f]*")
 # Plain text, newlines and carriage returns only (the redraw path).
 _ONLY_PLAIN_CR = re.compile("[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]*")
+# Complete CSI sequences that draw nothing (colours, modes, other rows: all but the
+# private-less, intermediate-less K, G, C and D), removed in one C-level pass; only
+# where the character before cannot end an unfinished escape (ESC, "[", parameter or
+# intermediate bytes), so removing one never joins what is around it into a sequence.
+_CSI_DRAWLESS = re.compile(
+    r"(?<![\x1b\x20-\x3f\[])\x1b\[(?:[<=>?][\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]"
+    r"|[\x30-\x3f]*[\x20-\x2f]+[\x40-\x7e]"
+    r"|[\x30-\x3f]*(?![CDGK])[\x40-\x7e])"
+)
+# A stretch without newline, \r, \b or ESC: its control characters are only replaced.
+_STRAY_RUN = re.compile("[^\n\r\x08\x1b]+")
+_STRAY = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 # Carriage returns right before a newline change nothing a terminal shows.
 _CR_NL = re.compile("\r+\n")
 
@@ -94,6 +109,8 @@ class TerminalText:
         if self._pending:
             text = self._pending + text
             self._pending = ""
+        if "\x1b" in text:
+            text = _CSI_DRAWLESS.sub("", text)
         if not text:
             return ""
         out: list[str] = []
@@ -230,7 +247,12 @@ class TerminalText:
                 if pos < 0:
                     return
             else:
-                self._put(REPLACEMENT)
+                # This and the controls around it up to the next newline, \r, \b or
+                # ESC: replaced in one pass, not one at a time.
+                run = _STRAY_RUN.match(text, i)
+                assert run is not None  # text[i] itself is in the run
+                self._put(_STRAY.sub(REPLACEMENT, run.group()))
+                pos = run.end()
 
     def _escape(self, text: str, i: int) -> int:
         """Handle the escape sequence at ``text[i]``; the position after it, or -1 when

@@ -95,6 +95,25 @@ def test_carriage_returns_redraw_in_place_and_cost_linear_time(tmp_path: Path) -
         assert elapsed < 12, f"24 MB of carriage returns took {elapsed:.1f} s"
 
 
+@pytest.mark.parametrize(("unit", "name"), [("y\\a", "bells"), ("\\033[1my\\033[0m\\n", "colours")])
+def test_floods_of_control_characters_and_colours_are_cleaned_in_bulk(
+    tmp_path: Path, unit: str, name: str
+) -> None:
+    """Stray control characters and colour sequences are replaced or removed a run at a
+    time: 8 MB of ``y BEL`` took about 36 s in the host when each was handled on its own
+    (the line copied once per character), and 8 MB of coloured lines about 17 s; now
+    a few seconds."""
+    flood = f"yes \"$(printf '{unit}')\" | tr -d '\\n' | head -c 8000000; printf '\\nend\\n'"
+    if name == "colours":
+        flood = "yes | head -c 8000000 | sed 's/y/\\x1b[1my\\x1b[0m/'; printf 'end\\n'"
+    with bash_host(tmp_path, "none") as h:
+        started = time.monotonic()
+        got = text_of(h.call("bash", {"command": flood}, timeout=300))
+        elapsed = time.monotonic() - started
+    assert "end" in got.splitlines() and "\x1b" not in got, got[-200:]
+    assert elapsed < 15, f"8 MB of {name} took {elapsed:.1f} s"
+
+
 # ---------------------------------------------------------------- progress (10.11)
 
 
