@@ -59,6 +59,7 @@ __all__ = [
     "DEFAULT_LIMITS",
     "DEFAULT_MAX_COMMANDS",
     "LIMIT_KEYS",
+    "TMPFS_SIZE_KEY",
     "Sandbox",
     "SandboxSettings",
     "SandboxUnavailable",
@@ -92,9 +93,17 @@ DEFAULT_LIMITS: dict[str, int] = {
     "processes": 1024,
     "file_size": 4 << 30,
     "open_files": 4096,
+    "tmpfs_size": 512 << 20,
 }
 """Limits applied when the settings give none: 600 s CPU, 8 GiB address space,
-1024 processes, 4 GiB per file, 4096 open files. 0 in the settings means no limit."""
+1024 processes, 4 GiB per file, 4096 open files, 512 MiB per tmpfs mount. 0 in the
+settings means no limit."""
+
+TMPFS_SIZE_KEY = "tmpfs_size"
+"""The ``limits`` key that is no rlimit: the size in bytes of each RAM-backed tmpfs a
+sandboxed command can write (``/tmp`` and ``/dev/shm``; bubblewrap's ``--size``, in
+bubblewrap since 0.5.0). A tmpfs lives in the host's memory, so without a size one
+command could fill the host's RAM (the kernel's default is half of it per mount)."""
 
 DEFAULT_MAX_COMMANDS = 16
 """Commands tools may run at once, host-wide, when the settings name no number. With
@@ -158,7 +167,9 @@ class SandboxSettings:
             hand a process a credential on purpose. Applies in every mode but "none".
         limits: resource limits, keys of :data:`LIMIT_KEYS` (``cpu_seconds``,
             ``address_space`` in bytes, ``processes``, ``file_size`` in bytes,
-            ``open_files``); missing keys take :data:`DEFAULT_LIMITS`, 0 means no limit.
+            ``open_files``, ``tmpfs_size`` in bytes per writable tmpfs mount, see
+            :data:`TMPFS_SIZE_KEY`); missing keys take :data:`DEFAULT_LIMITS`, 0 means
+            no limit.
         bwrap: an absolute path naming the bubblewrap executable to use; None (the
             default) picks one with :func:`find_bwrap`.
         max_commands: how many commands tools may run at once, host-wide (default
@@ -213,8 +224,9 @@ class SandboxSettings:
         if not isinstance(settings.limits, dict):
             raise ValueError("[sandbox] limits must be a table")
         for key, value in settings.limits.items():
-            if key not in LIMIT_KEYS:
-                raise ValueError(f"unknown [sandbox] limit {key!r}; known: {sorted(LIMIT_KEYS)}")
+            if key not in LIMIT_KEYS and key != TMPFS_SIZE_KEY:
+                names = sorted([*LIMIT_KEYS, TMPFS_SIZE_KEY])
+                raise ValueError(f"unknown [sandbox] limit {key!r}; known: {names}")
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"[sandbox] limits.{key} must be a whole number >= 0")
         return settings
@@ -300,7 +312,7 @@ def _etc_masks() -> list[tuple[str, str, str]]:
     for name in _ETC_SECRET_DIRS:
         p = f"/etc/{name}"
         if os.path.isdir(p) and not os.path.islink(p):
-            ops.append(("--tmpfs", "", p))
+            ops += [("--tmpfs", "", p), ("--remount-ro", "", p)]
     with contextlib.suppress(OSError):
         for entry in os.scandir("/etc/ssh"):
             name = entry.name
@@ -319,6 +331,9 @@ def _clamped_limits(limits: Mapping[str, int]) -> dict[str, int]:
     out: dict[str, int] = {}
     for key, value in limits.items():
         if value <= 0:
+            continue
+        if key not in LIMIT_KEYS:  # tmpfs_size: no rlimit to clamp to
+            out[key] = value
             continue
         rlim = LIMIT_KEYS[key][0]
         hard = resource.getrlimit(rlim)[1]
@@ -675,14 +690,20 @@ class Sandbox:
         ops += [("--ro-bind", p, p) for p in outputs.sandbox_ro_paths()]
         ops += [("--bind", p, p) for p in self.settings.extra_rw_paths]
         # A mount hides what an earlier, deeper one put below it: mount parents first.
-        return sorted(ops, key=lambda op: _depth(op[2]))
+        # Last, /dev itself (a tmpfs bubblewrap cannot size) becomes read-only: its
+        # device nodes still work, but no file can be stored there.
+        return [*sorted(ops, key=lambda op: _depth(op[2])), ("--remount-ro", "", "/dev")]
 
     def _limit_prefix(self, sandboxed: bool) -> list[str]:
         """``prlimit`` (or a Python shim) setting the limits, then exec'ing the command.
 
         Unsandboxed, the process limit is left out: outside a user namespace it would
         count every process of the host's user, not the command's."""
-        limits = {k: v for k, v in self.limits.items() if sandboxed or k != "processes"}
+        limits = {
+            k: v
+            for k, v in self.limits.items()
+            if k in LIMIT_KEYS and (sandboxed or k != "processes")
+        }
         if not limits:
             return []
         if self._prlimit is not None:
@@ -747,7 +768,10 @@ class Sandbox:
             args.append("--unshare-net")
         if info_fd is not None:
             args += ["--info-fd", str(info_fd)]
+        tmpfs_size = self.limits.get(TMPFS_SIZE_KEY)
         for opt, src, dst in self._mounts(root_s, argv[0]):
+            if opt == "--tmpfs" and tmpfs_size:
+                args += ["--size", str(tmpfs_size)]
             args += [opt, src, dst] if src else [opt, dst]
         owned: list[int] = []
         if self.seccomp is not None:
@@ -872,6 +896,12 @@ def _sweep_stale_cgroups(base: str) -> None:
 
 
 def _human(key: str, value: int) -> str:
+    if key == TMPFS_SIZE_KEY:
+        return (
+            f"{value >> 20} MiB per tmpfs (/tmp, /dev/shm)"
+            if value % (1 << 20) == 0
+            else (f"{value} bytes per tmpfs (/tmp, /dev/shm)")
+        )
     if key in ("address_space", "file_size"):
         for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
             if value >= 1 << shift and value % (1 << shift) == 0:
@@ -880,14 +910,49 @@ def _human(key: str, value: int) -> str:
     return f"{value} {LIMIT_KEYS[key][2]}"
 
 
-_ADVICE = (
+_INSTALL_ADVICE = (
     "To sandbox commands, install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; "
-    "Fedora: dnf install bubblewrap) and make sure it may create namespaces (unprivileged "
-    "user namespaces enabled: sysctl kernel.unprivileged_userns_clone=1; on Ubuntu 24.04+ "
-    "kernel.apparmor_restrict_unprivileged_userns=0 or an AppArmor profile for bwrap; in a "
-    "container, a seccomp profile that allows unshare/mount). Use --sandbox none to run "
-    "unsandboxed on purpose, or --sandbox bwrap to refuse to start without it."
+    "Fedora: dnf install bubblewrap) and make sure it may create namespaces."
 )
+_NAMESPACE_ADVICE = (
+    "Bubblewrap needs to create namespaces: enable unprivileged user namespaces (sysctl "
+    "kernel.unprivileged_userns_clone=1; on Ubuntu 24.04+ "
+    "kernel.apparmor_restrict_unprivileged_userns=0 or an AppArmor profile for bwrap; in a "
+    "container, a seccomp profile that allows unshare/mount)."
+)
+_CHOICE_ADVICE = (
+    "Use --sandbox none to run unsandboxed on purpose, or --sandbox bwrap to refuse to "
+    "start without it."
+)
+
+
+def _advice(cause: str, configured: bool) -> str:
+    """What to do about an unusable sandbox, matching its cause: "platform" (not Linux),
+    "missing" (no bubblewrap found, or the configured path is not executable),
+    "cannot-run" (bubblewrap failed to start the probe) or "not-a-sandbox" (the probe ran
+    but was not isolated). ``configured``: the bubblewrap came from ``[sandbox] bwrap``."""
+    if cause == "platform":
+        steps = ["Sandboxing needs Linux."]
+    elif cause == "missing" and configured:
+        steps = [
+            "Point [sandbox] bwrap at a bubblewrap executable (0.5.0 or later), or remove "
+            "the setting to use the system's or the bundled one.",
+            _INSTALL_ADVICE,
+        ]
+    elif cause == "missing":
+        steps = [_INSTALL_ADVICE, _NAMESPACE_ADVICE]
+    elif cause == "not-a-sandbox":
+        steps = [
+            "Point [sandbox] bwrap at a real bubblewrap (0.5.0 or later), or remove the "
+            "setting to use the system's or the bundled one."
+            if configured
+            else "Install a distribution's bubblewrap (0.5.0 or later) in /usr/bin."
+        ]
+    else:
+        steps = [_NAMESPACE_ADVICE]
+        if configured:
+            steps.append("Or check that [sandbox] bwrap names a working bubblewrap.")
+    return " ".join([*steps, _CHOICE_ADVICE])
 
 
 def _seccomp_program() -> bytes | None:
@@ -899,7 +964,7 @@ def _seccomp_program() -> bytes | None:
     return build_filter(machine) if machine in SUPPORTED_MACHINES else None
 
 
-_probe_cache: dict[tuple[Any, ...], tuple[bool, str]] = {}
+_probe_cache: dict[tuple[Any, ...], tuple[bool, str, bool]] = {}
 
 
 _PROBE_SCRIPT = (
@@ -930,9 +995,9 @@ def _probe_findings(sandbox: Sandbox, output: str) -> str:
     return ""
 
 
-def _probe(sandbox: Sandbox) -> tuple[bool, str]:
+def _probe(sandbox: Sandbox) -> tuple[bool, str, bool]:
     """Run a command in the sandbox's real layout once and check from inside that it
-    is sandboxed; (works, error text)."""
+    is sandboxed; (works, error text, whether the command ran but was not isolated)."""
     key = (
         sandbox.bwrap,
         sandbox.seccomp,
@@ -944,6 +1009,7 @@ def _probe(sandbox: Sandbox) -> tuple[bool, str]:
     if key in _probe_cache:
         return _probe_cache[key]
     info_r, info_w = os.pipe2(os.O_CLOEXEC)
+    unisolated = False
     with tempfile.TemporaryDirectory(prefix="toolwire-probe-") as tmp:
         wrapped = sandbox.wrap(
             ["/bin/sh", "-c", _PROBE_SCRIPT],
@@ -966,7 +1032,7 @@ def _probe(sandbox: Sandbox) -> tuple[bool, str]:
             err = proc.stderr.decode("utf-8", "replace").strip() or f"exit code {proc.returncode}"
             if ok:
                 wrong = _probe_findings(sandbox, proc.stdout.decode("utf-8", "replace"))
-                ok, err = not wrong, wrong
+                ok, err, unisolated = not wrong, wrong, bool(wrong)
         except (OSError, subprocess.TimeoutExpired) as exc:
             ok, err = False, str(exc)
         finally:
@@ -979,7 +1045,7 @@ def _probe(sandbox: Sandbox) -> tuple[bool, str]:
             os.close(info_r)
             reap_orphan(child_pid_from_info(info))
             Sandbox.cleanup(wrapped)
-    _probe_cache[key] = (ok, "" if ok else err)
+    _probe_cache[key] = (ok, "" if ok else err, unisolated)
     return _probe_cache[key]
 
 
@@ -999,8 +1065,11 @@ def resolve_sandbox(settings: SandboxSettings) -> Sandbox:
     if settings.mode == "none":
         return Sandbox(settings, active=False, reason="disabled")
     sandbox = Sandbox(settings, limits=limits, _prlimit=_find_prlimit())
+    configured = settings.bwrap is not None
+    cause = "missing"
     if not sys.platform.startswith("linux"):
         reason = f"bubblewrap needs Linux (this is {sys.platform})."
+        cause = "platform"
     elif settings.bwrap is not None and not os.access(settings.bwrap, os.X_OK):
         reason = f"bubblewrap (bwrap) is not installed at {settings.bwrap}."
     elif (bwrap := settings.bwrap or find_bwrap()) is None:
@@ -1023,11 +1092,17 @@ def resolve_sandbox(settings: SandboxSettings) -> Sandbox:
             candidate.process_limit_enforced = candidate._cgroup_base is not None
             if candidate._cgroup_base is not None:
                 _sweep_stale_cgroups(candidate._cgroup_base)
-        ok, err = _probe(candidate)
+        ok, err, unisolated = _probe(candidate)
         if ok:
             return candidate
-        reason = f"bubblewrap ({bwrap}) cannot run here: {err}."
+        if unisolated:
+            reason = f"{err}."
+            cause = "not-a-sandbox"
+        else:
+            reason = f"bubblewrap ({bwrap}) cannot run here: {err}."
+            cause = "cannot-run"
+    advice = _advice(cause, configured)
     if settings.mode == "bwrap":
-        raise SandboxUnavailable(f"--sandbox bwrap: {reason} {_ADVICE}")
-    sandbox.reason = f"{reason} {_ADVICE}"
+        raise SandboxUnavailable(f"--sandbox bwrap: {reason} {advice}")
+    sandbox.reason = f"{reason} {advice}"
     return sandbox

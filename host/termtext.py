@@ -24,6 +24,12 @@ taken for a stray ESC (replaced like any control character) followed by text, so
 ``ESC ]`` cannot hide the rest of the output; the line being drawn is handed on once it is longer than
 :data:`MAX_LINE_CHARS` (as a terminal wraps it): a later ``\\r`` then redraws only the
 part still held. Memory per stream is therefore bounded, whatever the command writes.
+Time is linear too: text with only ``\\r`` and ``\\n`` among its control characters (progress
+bars, CRLF lines) is redrawn a whole line at a time in C-level string operations, not one
+``\\r`` at a time; colour and other sequences that draw nothing are removed, and runs
+of stray control characters replaced, in C-level passes too. Only sequences that move
+the cursor within the line (``\\b``, ``ESC [ K``/``G``/``C``/``D``) cost a Python step
+each; the bash tool cleans each chunk in a worker thread, off the event loop.
 """
 
 from __future__ import annotations
@@ -48,6 +54,22 @@ REPLACEMENT = "\ufffd"
 _SPECIAL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f]")
 # Plain text and newlines only (the fast path).
 _ONLY_PLAIN = re.compile("[^\x00-\x08\x0b-\x1f\x7f-\x9f]*")
+# Plain text, newlines and carriage returns only (the redraw path).
+_ONLY_PLAIN_CR = re.compile("[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]*")
+# Complete CSI sequences that draw nothing (colours, modes, other rows: all but the
+# private-less, intermediate-less K, G, C and D), removed in one C-level pass; only
+# where the character before cannot end an unfinished escape (ESC, "[", parameter or
+# intermediate bytes), so removing one never joins what is around it into a sequence.
+_CSI_DRAWLESS = re.compile(
+    r"(?<![\x1b\x20-\x3f\[])\x1b\[(?:[<=>?][\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]"
+    r"|[\x30-\x3f]*[\x20-\x2f]+[\x40-\x7e]"
+    r"|[\x30-\x3f]*(?![CDGK])[\x40-\x7e])"
+)
+# A stretch without newline, \r, \b or ESC: its control characters are only replaced.
+_STRAY_RUN = re.compile("[^\n\r\x08\x1b]+")
+_STRAY = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# Carriage returns right before a newline change nothing a terminal shows.
+_CR_NL = re.compile("\r+\n")
 
 _CSI = re.compile(r"\x1b\[([\x30-\x3f]*)([\x20-\x2f]*)([\x40-\x7e])")
 _CSI_OPEN = re.compile(r"\x1b\[[\x30-\x3f]*[\x20-\x2f]*\Z")
@@ -87,6 +109,8 @@ class TerminalText:
         if self._pending:
             text = self._pending + text
             self._pending = ""
+        if "\x1b" in text:
+            text = _CSI_DRAWLESS.sub("", text)
         if not text:
             return ""
         out: list[str] = []
@@ -99,6 +123,9 @@ class TerminalText:
             else:
                 self._line += text
             self._col = len(self._line)
+        elif _ONLY_PLAIN_CR.fullmatch(text):
+            # Redrawn lines (progress bars, CRLF): whole runs at a time, not per character.
+            self._feed_redraw(text, out)
         else:
             self._feed_slow(text, out)
         if len(self._line) > MAX_LINE_CHARS:
@@ -116,9 +143,75 @@ class TerminalText:
         self._col = 0
         return rest
 
+    # ---------------------------------------------------------------- the redraw path
+
+    def _plain(self, s: str, out: list[str]) -> None:
+        """Write plain text with newlines at the cursor."""
+        first = s.find("\n")
+        if first < 0:
+            self._put(s)
+            return
+        self._put(s[:first])
+        last = s.rfind("\n")
+        out.append(self._line)
+        out.append(s[first : last + 1])
+        self._line = s[last + 1 :]
+        self._col = len(self._line)
+
+    def _overlay(self, segments: list[str]) -> None:
+        """Write ``segments`` (one line's text split at ``\\r``): the first at the cursor,
+        each later one from column 0 over what is there.
+
+        Cost is linear in the text, in C-level passes: a column shows the last segment that
+        reaches it, so only the last segment of each length matters, and a chunk of n
+        characters holds at most about sqrt(2n) different lengths."""
+        self._put(segments[0])
+        rest = segments[1:]
+        lengths = list(map(len, rest))
+        if lengths[-1] == max(lengths):  # the usual redraw: the last segment covers all others
+            self._line = rest[-1] + self._line[lengths[-1] :]
+            self._col = lengths[-1]
+            return
+        # The index of the last segment of each length (later ones overwrite earlier keys).
+        last_of = dict(zip(lengths, range(len(rest)), strict=True))
+        # For each length w: the last segment at least w long (it shows columns below w).
+        owner: dict[int, int] = {}
+        latest = -1
+        for width in sorted(last_of, reverse=True):
+            latest = max(latest, last_of[width])
+            owner[width] = latest
+        parts: list[str] = []
+        have = 0
+        for width in sorted(owner):
+            if width > have:
+                parts.append(rest[owner[width]][have:width])
+                have = width
+        parts.append(self._line[have:])
+        self._line = "".join(parts)
+        self._col = len(rest[-1])
+
+    def _feed_redraw(self, text: str, out: list[str]) -> None:
+        text = _CR_NL.sub("\n", text)
+        pos = 0
+        while (cr := text.find("\r", pos)) >= 0:
+            # The stretch of the line around this \r (from pos at most: earlier text is done).
+            nl = text.rfind("\n", pos, cr)
+            start = pos if nl < 0 else nl + 1
+            end = text.find("\n", cr)
+            if end < 0:
+                end = len(text)
+            if start > pos:
+                self._plain(text[pos:start], out)
+            self._overlay(text[start:end].split("\r"))
+            pos = end
+        if pos < len(text):
+            self._plain(text[pos:], out)
+
     # ---------------------------------------------------------------- the slow path
 
     def _put(self, s: str) -> None:
+        if not s:
+            return  # nothing drawn: a cursor past the end pads nothing yet
         line, col = self._line, self._col
         if col == len(line):
             self._line = line + s
@@ -154,7 +247,12 @@ class TerminalText:
                 if pos < 0:
                     return
             else:
-                self._put(REPLACEMENT)
+                # This and the controls around it up to the next newline, \r, \b or
+                # ESC: replaced in one pass, not one at a time.
+                run = _STRAY_RUN.match(text, i)
+                assert run is not None  # text[i] itself is in the run
+                self._put(_STRAY.sub(REPLACEMENT, run.group()))
+                pos = run.end()
 
     def _escape(self, text: str, i: int) -> int:
         """Handle the escape sequence at ``text[i]``; the position after it, or -1 when

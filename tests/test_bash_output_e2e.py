@@ -16,6 +16,7 @@ import signal
 import stat
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -75,6 +76,42 @@ def test_the_answer_is_clean_text_and_the_file_keeps_the_raw_bytes(
         assert "\x1b" not in answer and "\n2999\n3000\n" in answer
         raw = Path(details(resp)["fullOutputPath"]).read_bytes()
         assert raw == b"".join(b"\x1b[1m%d\x1b[0m\n" % i for i in range(1, 3001))
+
+
+def test_carriage_returns_redraw_in_place_and_cost_linear_time(tmp_path: Path) -> None:
+    """``\\r`` returns to column 0 and later text overwrites in place (what a terminal
+    shows), and a flood of ``\\r`` is cleaned in linear time: 24 MB of ``y\\r`` took
+    about 15-30 s in the host when each ``\\r`` was handled on its own; now a few."""
+    with bash_host(tmp_path, "none") as h:
+        got = text_of(
+            h.call("bash", {"command": "printf 'hidden\\rshown\\nabcdef\\rxy\\033[K\\n'"})
+        )
+        assert got == "shownn\nxy"
+        flood = "yes | tr '\\n' '\\r' | head -c 24000000; printf 'longer\\rend\\n'"
+        started = time.monotonic()
+        got = text_of(h.call("bash", {"command": flood}, timeout=120))
+        elapsed = time.monotonic() - started
+        assert got == "endger"
+        assert elapsed < 12, f"24 MB of carriage returns took {elapsed:.1f} s"
+
+
+@pytest.mark.parametrize(("unit", "name"), [("y\\a", "bells"), ("\\033[1my\\033[0m\\n", "colours")])
+def test_floods_of_control_characters_and_colours_are_cleaned_in_bulk(
+    tmp_path: Path, unit: str, name: str
+) -> None:
+    """Stray control characters and colour sequences are replaced or removed a run at a
+    time: 8 MB of ``y BEL`` took about 36 s in the host when each was handled on its own
+    (the line copied once per character), and 8 MB of coloured lines about 17 s; now
+    a few seconds."""
+    flood = f"yes \"$(printf '{unit}')\" | tr -d '\\n' | head -c 8000000; printf '\\nend\\n'"
+    if name == "colours":
+        flood = "yes | head -c 8000000 | sed 's/y/\\x1b[1my\\x1b[0m/'; printf 'end\\n'"
+    with bash_host(tmp_path, "none") as h:
+        started = time.monotonic()
+        got = text_of(h.call("bash", {"command": flood}, timeout=300))
+        elapsed = time.monotonic() - started
+    assert "end" in got.splitlines() and "\x1b" not in got, got[-200:]
+    assert elapsed < 15, f"8 MB of {name} took {elapsed:.1f} s"
 
 
 # ---------------------------------------------------------------- progress (10.11)

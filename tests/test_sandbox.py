@@ -77,6 +77,7 @@ def test_default_settings() -> None:
         "processes",
         "file_size",
         "open_files",
+        "tmpfs_size",
     }
 
 
@@ -347,6 +348,27 @@ def test_custom_tools_get_the_same_rules_through_ctx_env(tmp_path: Path) -> None
         text = r["result"]["content"][0]["text"]
         assert text.startswith("1:") and "hunter2" not in text and "outside" not in text
         assert int(text.split(":")[1].split()[0]) < 10
+
+
+def test_advice_for_a_configured_bwrap_that_does_not_sandbox_names_the_setting(
+    tmp_path: Path,
+) -> None:
+    # A configured "bwrap" that runs the command without isolating it: the fallback's
+    # advice is to fix the setting, not to install bubblewrap (which is installed).
+    fake = tmp_path / "bwrap"
+    fake.write_text(
+        '#!/bin/sh\nwhile [ $# -gt 0 ] && [ "$1" != "--" ]; do shift; done\nshift\nexec "$@"\n'
+    )
+    fake.chmod(0o755)
+    root = tmp_path / "root"
+    root.mkdir()
+    cfg = tmp_path / "toolwire.toml"
+    cfg.write_text(f'[sandbox]\nbwrap = "{fake}"\n')
+    with HostProcess(["--root", str(root), "--sandbox", "auto", "--config", str(cfg)]) as h:
+        text = h.initialize()["result"]["instructions"]
+    assert "commands run UNSANDBOXED" in text and "did not sandbox the probe command" in text
+    assert "Point [sandbox] bwrap at a real bubblewrap" in text, text
+    assert "install bubblewrap" not in text and "user namespaces" not in text, text
 
 
 def test_bwrap_that_cannot_run_is_found_out_by_really_trying(tmp_path: Path) -> None:

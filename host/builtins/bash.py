@@ -11,6 +11,9 @@ import time
 from collections import deque
 from typing import Annotated, Any
 
+import anyio
+import anyio.to_thread
+
 from .. import outputs
 from ..commands import run_in_env
 from ..context import ToolContext
@@ -248,7 +251,9 @@ async def bash(
 
     async def on_raw(data: bytes) -> None:
         nonlocal last_report, reported
-        out.add_bytes(data)
+        # Cleaning a chunk is pure Python; in a worker thread the event loop keeps
+        # answering (pings, other calls) while a command floods escape sequences.
+        await anyio.to_thread.run_sync(out.add_bytes, data)
         now = time.monotonic()
         if now - last_report >= _PROGRESS_INTERVAL and out.raw_bytes > reported:
             last_report = now

@@ -15,7 +15,7 @@ from ..paths import PathError, stat_beneath
 from ..results import ToolError, ToolResult
 from ..truncate import MAX_BYTES, format_size, truncate_head
 from ._common import GlobMatcher, LineSplitter, builtin_tool, display_path, find_rg
-from .grep import rg_base_args
+from .grep import rg_base_args, rg_start_dir, sandbox_start_error
 
 __all__ = ["find"]
 
@@ -67,7 +67,7 @@ async def find(
             rel = line.removeprefix("./")
             if not rel:
                 continue
-            if rel.startswith("rg: "):
+            if rel.startswith(("rg: ", "bwrap: ")):
                 if len(errors) < 20:
                     errors.append(rel)
                 continue
@@ -87,10 +87,14 @@ async def find(
                 if stop:
                     scope.cancel()
 
-        result = await run_in_env(
-            ctx.env, [*rg_base_args(rg), "--files", "--", "."], cwd=real, on_output=on_output
-        )
+        with rg_start_dir(ctx.env, ctx.env.root, real, shown) as start:
+            result = await run_in_env(
+                ctx.env, [*rg_base_args(rg), "--files", "--", "."], cwd=start, on_output=on_output
+            )
         await anyio.to_thread.run_sync(take, splitter.close())
+    not_started = sandbox_start_error(errors)
+    if not_started is not None:
+        raise ToolError(f"find failed: the sandbox could not start ripgrep: {not_started}")
     if result is not None and result.exit_code not in (0, 1) and not found:
         raise ToolError("find failed: " + ("; ".join(errors) or f"code {result.exit_code}"))
     if not found:

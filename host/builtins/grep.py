@@ -10,8 +10,11 @@ searched; a binary file named directly is reported as matching, without its line
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -19,14 +22,14 @@ import anyio
 import anyio.to_thread
 
 from ..commands import RunResult, run_in_env
-from ..context import ToolContext
+from ..context import ExecEnv, ToolContext
 from ..hints import Param
-from ..paths import PathError, resolve_output_file, stat_beneath
+from ..paths import PathError, open_directory, resolve_output_file, stat_beneath
 from ..results import ToolError, ToolResult
 from ..truncate import GREP_MAX_LINE_CHARS, MAX_BYTES, Truncation, format_size, truncate_line
 from ._common import GlobMatcher, LineSplitter, builtin_tool, display_path, file_kind, find_rg
 
-__all__ = ["RG_MAX_COLUMNS", "grep", "rg_base_args"]
+__all__ = ["RG_MAX_COLUMNS", "grep", "rg_base_args", "rg_start_dir", "sandbox_start_error"]
 
 RG_MAX_COLUMNS = 4 * GREP_MAX_LINE_CHARS
 """Bytes of one line ripgrep prints (enough for :data:`GREP_MAX_LINE_CHARS`
@@ -34,6 +37,48 @@ characters of UTF-8); the rest of a longer line never reaches the host."""
 
 _LINE = re.compile(r"(\d+)([:-])")
 _BINARY = re.compile(r"^(?P<path>.*): binary file matches \(")
+
+
+@contextlib.contextmanager
+def rg_start_dir(env: ExecEnv, within: Path, directory: Path, shown: str) -> Iterator[str]:
+    """The working directory to start ripgrep in, for searching ``directory`` (a real
+    path inside ``within``, as :func:`toolwire.host.paths.resolve_path` returns it).
+
+    Unsandboxed, the directory is opened beneath ``within`` following no symlink
+    (:func:`toolwire.host.paths.open_directory`) and the process starts in that very
+    directory through ``/proc/self/fd/<n>`` (the child changes into it before it runs
+    ripgrep, while the descriptor is open): a directory swapped for a symlink to
+    elsewhere after the check is refused, never entered by name. In the sandbox only
+    the root (and what the sandbox shows read-only) is visible, so the path is used.
+
+    Raises:
+        ToolError: the directory changed into a symlink, or cannot be opened.
+    """
+    sandbox = env.sandbox
+    if (sandbox is not None and sandbox.active) or not os.path.isdir("/proc/self/fd"):
+        yield str(directory)
+        return
+    try:
+        fd = open_directory(within, directory, shown=shown)
+    except PathError as exc:
+        raise ToolError(str(exc)) from None
+    except OSError as exc:
+        raise ToolError(f"Cannot search {shown}: {exc.strerror or type(exc).__name__}") from None
+    try:
+        yield f"/proc/self/fd/{fd}"
+    finally:
+        os.close(fd)
+
+
+def sandbox_start_error(messages: list[str]) -> str | None:
+    """The message of bubblewrap failing to start the command (e.g. ``bwrap: Can't
+    chdir to …``, exit code 1, which ripgrep also uses for "nothing found"), among
+    output lines that are not results; None when bubblewrap said nothing. ripgrep's
+    own messages start with ``rg:``; its results carry a path, never this prefix."""
+    for text in messages:
+        if text.startswith("bwrap: "):
+            return text
+    return None
 
 
 def rg_base_args(rg: str) -> list[str]:
@@ -225,8 +270,12 @@ async def grep(
             if await anyio.to_thread.run_sync(out.feed, text):
                 scope.cancel()
 
-        result = await run_in_env(ctx.env, argv, cwd=search_dir, on_output=on_output)
+        with rg_start_dir(ctx.env, within, search_dir, path) as start:
+            result = await run_in_env(ctx.env, argv, cwd=start, on_output=on_output)
         await anyio.to_thread.run_sync(out.close)
+    not_started = sandbox_start_error(out.errors)
+    if not_started is not None:
+        raise ToolError(f"grep failed: the sandbox could not start ripgrep: {not_started}")
     failed = result is not None and result.exit_code not in (0, 1)
     if failed and not out.matches:
         msg = "; ".join(out.errors) or f"ripgrep exited with code {result and result.exit_code}"
