@@ -19,7 +19,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$(pwd -P)
-FILES=(tests/test_sandbox*.py tests/test_runner.py)
+FILES=(tests/test_sandbox*.py tests/test_commands.py)
 TEST_UID=${TOOLWIRE_TEST_UID:-65534}
 TEST_GID=${TOOLWIRE_TEST_GID:-65534}
 
