@@ -47,6 +47,7 @@ class Server:
     argv: list[str]
     framing: str  # "ndjson" or "lsp"
     many_argv: list[str] | None = None  # the same server with the 2,000-tool set
+    builtins_argv: list[str] | None = None  # toolwire's default host: its 7 built-in tools
 
 
 TOOLWIRE_MANY = [
@@ -59,6 +60,9 @@ TOOLWIRE_MANY = [
     str(HERE / "servers" / "toolwire_many.py"),
 ]
 """toolwire serving the 2,000 raw-schema tools of servers/many_schemas.py."""
+
+TOOLWIRE_BUILTINS = [PY, "-m", "toolwire.host", "--no-entry-points"]
+"""toolwire's default host (the 7 built-in tools), the yardstick of the 2,000-tool start."""
 
 SERVERS = [
     Server(
@@ -74,6 +78,7 @@ SERVERS = [
         ],
         "ndjson",
         TOOLWIRE_MANY,
+        TOOLWIRE_BUILTINS,
     ),
     Server(
         "toolwire (lsp)",
@@ -88,6 +93,7 @@ SERVERS = [
         ],
         "lsp",
         TOOLWIRE_MANY,
+        TOOLWIRE_BUILTINS,
     ),
     Server(
         "MCP SDK MCPServer",
@@ -242,6 +248,14 @@ async def cold_start(server: Server, runs: int) -> dict[str, float]:
         times.append(time.perf_counter() - t0)
         await c.close()
     return {"cold_start_ms": statistics.median(times) * 1000}
+
+
+async def cold_start_builtins(server: Server, runs: int) -> dict[str, float]:
+    """Start to the first tools/list of the default host (7 built-in tools); toolwire only."""
+    if server.builtins_argv is None:
+        return {}
+    figures = await cold_start(Server(server.label, server.builtins_argv, server.framing), runs)
+    return {"cold_start_builtins_ms": figures["cold_start_ms"]}
 
 
 async def cold_start_many(server: Server, runs: int) -> dict[str, float]:
@@ -420,6 +434,7 @@ def scenarios(quick: bool) -> list[tuple[str, Scenario]]:
     seq_n = 300 if quick else 1000
     out: list[tuple[str, Scenario]] = [
         ("cold start", lambda srv: cold_start(srv, 1)),
+        ("cold start, 7 built-in tools", lambda srv: cold_start_builtins(srv, 1)),
         ("cold start, 2,000 tools", lambda srv: cold_start_many(srv, 1)),
         ("sequential echo", lambda srv: with_client(srv, lambda c: sequential(c, seq_n))),
         ("pipelined echo", lambda srv: with_client(srv, lambda c: pipelined(c, 5000))),
@@ -451,7 +466,11 @@ async def bench_all(quick: bool) -> dict[str, dict[str, float]]:
     """Run every scenario on every server, the servers taking turns within each round
     (A, B, C, A, B, C, ...), so a machine whose speed drifts affects all alike; each
     figure is the median of its rounds."""
-    rounds = {"cold start": 3 if quick else 9, "cold start, 2,000 tools": 3 if quick else 5}
+    rounds = {
+        "cold start": 3 if quick else 9,
+        "cold start, 7 built-in tools": 3 if quick else 9,
+        "cold start, 2,000 tools": 3 if quick else 5,
+    }
     samples: dict[str, dict[str, list[float]]] = {srv.label: {} for srv in SERVERS}
     for name, scenario in scenarios(quick):
         n = rounds.get(name, 1 if quick else 3)
@@ -469,6 +488,10 @@ async def bench_all(quick: bool) -> dict[str, dict[str, float]]:
             figures["many_tools_factor"] = (
                 figures["cold_start_2000_tools_ms"] / figures["cold_start_ms"]
             )
+        if figures.get("cold_start_builtins_ms") and "cold_start_2000_tools_ms" in figures:
+            figures["many_vs_builtins_factor"] = (
+                figures["cold_start_2000_tools_ms"] / figures["cold_start_builtins_ms"]
+            )
     return results
 
 
@@ -479,6 +502,8 @@ ROWS: list[tuple[str, str, str]] = [
     ("cold_start_ms", "cold start to first tools/list (ms)", "lower"),
     ("cold_start_2000_tools_ms", "cold start to the list of 2,000 raw-schema tools (ms)", "lower"),
     ("many_tools_factor", "2,000 tools ÷ own 3-tool cold start (×)", "lower"),
+    ("cold_start_builtins_ms", "cold start of the default host, 7 built-in tools (ms)", "lower"),
+    ("many_vs_builtins_factor", "2,000 tools ÷ the 7-tool default host's start (×)", "lower"),
     ("seq_p50_ms", "sequential echo p50 (ms)", "lower"),
     ("seq_p99_ms", "sequential echo p99 (ms)", "lower"),
     ("pipelined_per_s", "5000 pipelined echo calls (calls/s)", "higher"),
