@@ -72,3 +72,11 @@ def wire_host(
 def text_of(resp: dict[str, Any]) -> str:
     """The joined text blocks of a tools/call response."""
     return "\n".join(b["text"] for b in resp["result"]["content"] if b["type"] == "text")
+
+
+def vm_hwm(h: HostProcess) -> int:
+    """The host's peak resident memory so far, in bytes (Linux ``VmHWM``)."""
+    for line in Path(f"/proc/{h.proc.pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no VmHWM in /proc/<pid>/status")

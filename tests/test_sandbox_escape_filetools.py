@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 from PIL import Image
 
+from tests.e2e_helpers import vm_hwm
 from tests.hostproc import HostProcess
 from tests.test_builtin_support import details
 
@@ -44,14 +45,6 @@ def host(root: Path) -> Iterator[HostProcess]:
     with HostProcess(["--root", str(root), "--sandbox", "none", "--timeout", "60"]) as h:
         assert "result" in h.initialize()
         yield h
-
-
-def vm_hwm(h: HostProcess) -> int:
-    """The host's peak resident memory so far, in bytes (Linux ``VmHWM``)."""
-    for line in Path(f"/proc/{h.proc.pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) * 1024
-    raise AssertionError("no VmHWM in /proc/<pid>/status")
 
 
 def text_of(resp: dict[str, Any]) -> str:

@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from tests.e2e_helpers import vm_hwm
 from tests.hostproc import HostProcess
 
 PATHOLOGICAL = "*a*a*a*a*a*a*a*a*a*a*a*a*b"
@@ -43,14 +44,6 @@ def host(root: Path) -> Iterator[HostProcess]:
     with HostProcess(["--root", str(root), "--sandbox", "none", "--timeout", "60"]) as h:
         assert "result" in h.initialize()
         yield h
-
-
-def vm_hwm(h: HostProcess) -> int:
-    """The host's peak resident memory so far, in bytes (Linux ``VmHWM``)."""
-    for line in Path(f"/proc/{h.proc.pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) * 1024
-    raise AssertionError("no VmHWM in /proc/<pid>/status")
 
 
 def start_call(h: HostProcess, name: str, arguments: dict[str, Any], id: str) -> None:

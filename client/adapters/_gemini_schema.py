@@ -45,6 +45,7 @@ from ._schema import (
     Restore,
     inferred_type,
     json_type,
+    merge_schemas,
     resolve_pointer,
     same,
 )
@@ -107,18 +108,6 @@ def _parse_json_text(value: Any) -> Any:
     return value
 
 
-def _merge(base: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for k, v in extra.items():
-        if k == "properties" and isinstance(v, dict) and isinstance(out.get(k), dict):
-            out[k] = {**out[k], **v}
-        elif k == "required" and isinstance(v, list) and isinstance(out.get(k), list):
-            out[k] = list(dict.fromkeys([*out[k], *v]))
-        else:
-            out[k] = v
-    return out
-
-
 def _matches(value: Any, out: Mapping[str, Any]) -> bool:
     kind = json_type(value)
     t = out.get("type")
@@ -149,7 +138,7 @@ def gemini_parameters(schema: Mapping[str, Any]) -> tuple[dict[str, Any], Restor
             if not isinstance(target, dict) or stack.count(ref) >= MAX_REF_EXPANSIONS:
                 return node, stack, False
             stack = (*stack, ref)
-            node = _merge(target, {k: v for k, v in node.items() if k != "$ref"})
+            node = merge_schemas(target, {k: v for k, v in node.items() if k != "$ref"})
         return node, stack, True
 
     def convert(node: Any, stack: tuple[str, ...]) -> tuple[dict[str, Any], Restore]:
@@ -166,7 +155,7 @@ def gemini_parameters(schema: Mapping[str, Any]) -> tuple[dict[str, Any], Restor
                     part, stack2, ok = resolve(arm, stack)
                     if not ok:
                         return _json_text(node, "JSON text")
-                    node = _merge(part, node)
+                    node = merge_schemas(part, node)
                     stack = stack2
                 return convert(node, stack)
         nullable = False
@@ -209,7 +198,7 @@ def gemini_parameters(schema: Mapping[str, Any]) -> tuple[dict[str, Any], Restor
             if len(real) == 1:
                 only = real[0]
                 out, restore = convert(
-                    _merge(only, shared) if isinstance(only, dict) else only, stack
+                    merge_schemas(only, shared) if isinstance(only, dict) else only, stack
                 )
             elif real:
                 branches = [convert(a, stack) for a in real]

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ._schema import Restore, inferred_type, json_type, resolve_pointer, same
+from ._schema import Restore, inferred_type, json_type, merge_schemas, resolve_pointer, same
 
 __all__ = ["STRICT_MAX_DEPTH", "strict_parameters", "strict_schema_allowed"]
 
@@ -114,18 +114,6 @@ def _nullable(out: dict[str, Any]) -> dict[str, Any]:
     return {"anyOf": [out, {"type": "null"}]}
 
 
-def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for k, v in extra.items():
-        if k == "properties" and isinstance(v, dict) and isinstance(out.get(k), dict):
-            out[k] = {**out[k], **v}
-        elif k == "required" and isinstance(v, list) and isinstance(out.get(k), list):
-            out[k] = list(dict.fromkeys([*out[k], *v]))
-        else:
-            out[k] = v
-    return out
-
-
 def _branch_restore(
     branches: list[tuple[dict[str, Any], Restore]],
 ) -> Restore:
@@ -169,7 +157,7 @@ def strict_parameters(schema: Mapping[str, Any]) -> tuple[dict[str, Any], Restor
             target = resolve_pointer(root, ref)
             if not isinstance(target, dict) or ref in stack:
                 raise _NotStrict
-            merged = _merge({k: v for k, v in target.items() if k not in _ANNOTATIONS}, node)
+            merged = merge_schemas({k: v for k, v in target.items() if k not in _ANNOTATIONS}, node)
             return convert(merged, (*stack, ref), is_root)
         node.pop("$defs", None)
         node.pop("definitions", None)
@@ -177,7 +165,7 @@ def strict_parameters(schema: Mapping[str, Any]) -> tuple[dict[str, Any], Restor
         if isinstance(all_of, list):
             for arm in all_of:
                 part, _ = resolve_arm(arm, stack)
-                node = _merge(part, node)
+                node = merge_schemas(part, node)
             return convert(node, stack, is_root)
         if "oneOf" in node:
             node["anyOf"] = node.pop("oneOf")
@@ -260,7 +248,7 @@ def strict_parameters(schema: Mapping[str, Any]) -> tuple[dict[str, Any], Restor
             if not isinstance(target, dict) or ref in stack:
                 raise _NotStrict
             stack = (*stack, ref)
-            arm = _merge(target, {k: v for k, v in arm.items() if k != "$ref"})
+            arm = merge_schemas(target, {k: v for k, v in arm.items() if k != "$ref"})
         if not isinstance(arm, dict):
             raise _NotStrict
         return arm, stack

@@ -23,6 +23,7 @@ __all__ = [
     "inferred_type",
     "json_schema_dialect",
     "json_type",
+    "merge_schemas",
     "resolve_pointer",
     "same",
 ]
@@ -102,6 +103,21 @@ def inferred_type(node: Mapping[str, Any]) -> str | list[str] | None:
     if "integer" in names and "number" in names:
         names.remove("integer")
     return names[0] if len(names) == 1 else names
+
+
+def merge_schemas(base: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    """``base`` overlaid with ``extra`` (a referenced or ``allOf`` part and the node that
+    names it): ``properties`` are united, ``required`` lists joined without repeats, any
+    other keyword of ``extra`` wins. Neither argument is changed."""
+    out = dict(base)
+    for k, v in extra.items():
+        if k == "properties" and isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = {**out[k], **v}
+        elif k == "required" and isinstance(v, list) and isinstance(out.get(k), list):
+            out[k] = list(dict.fromkeys([*out[k], *v]))
+        else:
+            out[k] = v
+    return out
 
 
 def _is_defs_ref(ref: str) -> bool:
