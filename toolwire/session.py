@@ -17,7 +17,8 @@ client both use it). It owns:
 * progress for inbound requests that carry ``params._meta.progressToken``;
 * outbound requests (awaitable, with a timeout) and notifications;
 * one serialised writer: every outbound frame goes through one queue and one task,
-  so frames never interleave.
+  so frames never interleave (a small frame sent while nothing is queued and the writer
+  is idle is written at once by the sending task, on the same event loop, in order).
 """
 
 from __future__ import annotations
