@@ -46,6 +46,7 @@ from tests.sandbox_support import (
 )
 
 TOOLS = TOOLS_DIR / "handler_escape_tools.py"
+VICTIM = TOOLS_DIR / "handler_escape_victim.py"
 ROOT_USER = os.geteuid() == 0
 CONTROL = ("--isolation", "none", "--sandbox", "none")
 """The control host: tool modules imported into the host, commands unsandboxed."""
@@ -83,16 +84,22 @@ def place(tmp_path_factory: pytest.TempPathFactory) -> Place:
     return Place(tmp_path_factory.mktemp("handlers"))
 
 
-def _start(place: Place, *extra: str, config: str = "") -> HostProcess:
-    """A host serving only the escape tools, rooted in ``place.root``, with
-    :data:`ENV` in its environment."""
+def _start(
+    place: Place,
+    *extra: str,
+    config: str = "",
+    tools: tuple[Path, ...] = (TOOLS,),
+    capabilities: dict[str, Any] | None = None,
+) -> HostProcess:
+    """A host serving only the escape tools (or ``tools``), rooted in ``place.root``,
+    with :data:`ENV` in its environment; initialized with ``capabilities``."""
     args = [
         "--root",
         str(place.root),
         "--no-builtins",
         "--no-entry-points",
         "--tools",
-        str(TOOLS),
+        *map(str, tools),
         *extra,
     ]
     if config:
@@ -100,8 +107,16 @@ def _start(place: Place, *extra: str, config: str = "") -> HostProcess:
         cfg.write_text(config)
         args += ["--config", str(cfg)]
     h = HostProcess(args, env={**ENV, "HOME": str(place.home)})
-    resp = h.initialize()
+    resp = h.request(
+        "initialize",
+        {
+            "protocolVersion": "2025-11-25",
+            "capabilities": capabilities or {},
+            "clientInfo": {"name": "test", "version": "0"},
+        },
+    )
     assert "result" in resp, (resp, h.stderr)
+    h.notify("notifications/initialized")
     return h
 
 
@@ -491,3 +506,202 @@ def test_control_a_fork_bomb_in_the_host_passes_the_limit(place: Place) -> None:
         _works(h)
     finally:
         h.close()
+
+
+# ------------------------------------------------------------------ Unix sockets
+
+
+@pytest.fixture
+def unix_listeners(place: Place) -> Iterator[tuple[socket.socket, socket.socket, str, str]]:
+    """A listener on a socket file beside the root and one in the abstract namespace."""
+    tag = secrets.token_hex(4)
+    path = str(place.outside / f"s-{tag}")
+    abstract = f"toolwire-handler-test-{tag}"
+    with socket.socket(socket.AF_UNIX) as by_path, socket.socket(socket.AF_UNIX) as by_name:
+        by_path.bind(path)
+        by_path.listen()
+        by_name.bind("\0" + abstract)
+        by_name.listen()
+        yield by_path, by_name, path, "@" + abstract
+
+
+@needs_bwrap
+def test_a_handler_cannot_reach_the_hosts_unix_sockets(
+    box: HostProcess, unix_listeners: tuple[socket.socket, socket.socket, str, str]
+) -> None:
+    by_path, by_name, path, abstract = unix_listeners
+    for address in (path, abstract):
+        out = _call(box, "connect_unix", address=address)
+        assert out.startswith("DENIED"), (address, out)
+    assert select.select([by_path, by_name], [], [], 0)[0] == [], "a listener saw a connection"
+
+
+def test_control_a_handler_in_the_host_reaches_unix_sockets(
+    bare: HostProcess, unix_listeners: tuple[socket.socket, socket.socket, str, str]
+) -> None:
+    by_path, by_name, path, abstract = unix_listeners
+    for listener, address in ((by_path, path), (by_name, abstract)):
+        assert _call(bare, "connect_unix", address=address) == "CONNECTED"
+        listener.settimeout(PROMPT)
+        conn, _ = listener.accept()
+        conn.close()
+
+
+# ------------------------------------------------------------------ the module's own directory
+
+
+@pytest.fixture
+def tool_dir(place: Place) -> Path:
+    """A copy of the escape tools in a directory of their own, as a module a user keeps
+    in a directory with other files (e.g. ``--tools ~/my_tools.py``)."""
+    d = place.base / f"tooldir-{secrets.token_hex(4)}"
+    d.mkdir()
+    d.chmod(0o755)
+    (d / TOOLS.name).write_text(TOOLS.read_text())
+    (d / "credentials.txt").write_text(f"beside-the-module-{secrets.token_hex(8)}\n")
+    return d
+
+
+@needs_bwrap
+def test_a_handler_cannot_change_code_beside_its_module(place: Place, tool_dir: Path) -> None:
+    # Planting a module beside its own would reach every later import from that
+    # directory (the next worker, or a host started without isolation).
+    require_sandbox()
+    h = _start(place, tools=(tool_dir / TOOLS.name,))
+    try:
+        planted = tool_dir / "planted.py"
+        out = _call(h, "write_outside", path=str(planted), content="print('planted')\n")
+        assert out.startswith("DENIED"), out
+        assert not planted.exists()
+        out = _call(h, "write_outside", path=str(tool_dir / TOOLS.name), content="x")
+        assert out.startswith("DENIED"), out
+        _works(h)
+    finally:
+        h.close()
+    assert (tool_dir / TOOLS.name).read_text() == TOOLS.read_text()
+
+
+@needs_bwrap
+def test_a_handler_cannot_read_other_files_beside_its_module(place: Place, tool_dir: Path) -> None:
+    # The worker must see its module (and what it imports), not every file that happens
+    # to share its directory: with ``--tools ~/my_tools.py`` that would be all of HOME.
+    require_sandbox()
+    secret = tool_dir / "credentials.txt"
+    h = _start(place, tools=(tool_dir / TOOLS.name,))
+    try:
+        out = _call(h, "read_outside", path=str(secret))
+    finally:
+        h.close()
+    assert out.startswith(("READ_OK", "DENIED")), out
+    assert secret.read_text().strip() not in out, out
+
+
+def test_control_a_handler_in_the_host_reads_and_writes_beside_its_module(
+    place: Place, tool_dir: Path
+) -> None:
+    secret = tool_dir / "credentials.txt"
+    h = _start(place, *CONTROL, tools=(tool_dir / TOOLS.name,))
+    try:
+        assert secret.read_text().strip() in _call(h, "read_outside", path=str(secret))
+        planted = tool_dir / "planted.py"
+        assert _call(h, "write_outside", path=str(planted), content="") == f"WROTE {planted}"
+    finally:
+        h.close()
+
+
+# ------------------------------------------------------------------ other modules' calls
+
+
+def _victim_in_flight(h: HostProcess) -> None:
+    """Start the victim module's call (id "victim") and wait until it runs."""
+    h.send(
+        {
+            "jsonrpc": "2.0",
+            "id": "victim",
+            "method": "tools/call",
+            "params": {
+                "name": "wait_here",
+                "arguments": {"seconds": 120},
+                "_meta": {"progressToken": "victim"},
+            },
+        }
+    )
+    while True:
+        m = h.recv(timeout=PROMPT)
+        assert m is not None, h.stderr
+        if m.get("method") == "notifications/progress":
+            return
+
+
+def _forged_questions(h: HostProcess, tag: str) -> list[dict[str, Any]]:
+    return [
+        m
+        for m in h.drain()
+        if isinstance(m, dict)
+        and m.get("method") == "elicitation/create"
+        and tag in str(m.get("params", {}).get("message", ""))
+    ]
+
+
+@needs_bwrap
+def test_a_handler_cannot_ask_the_client_in_another_modules_call(place: Place) -> None:
+    # A compromised worker speaks the worker protocol itself and names the references
+    # of calls it does not serve: the host must not ask the client on their behalf
+    # (the client would show the question as part of the other module's call).
+    require_sandbox()
+    tag = "forged-" + secrets.token_hex(4)
+    h = _start(place, tools=(TOOLS, VICTIM), capabilities={"elicitation": {}})
+    try:
+        _victim_in_flight(h)
+        out = _call(h, "forge_asks", tag=tag)
+        assert out.startswith("SENT 63 own ref"), out
+        # The host read the forged asks before the worker's answer; a question it passed
+        # on went to the client at once, well before two more round trips through a worker.
+        _works(h)
+        _works(h)
+        assert _forged_questions(h, tag) == []
+        h.notify("notifications/cancelled", {"requestId": "victim"})
+    finally:
+        h.close()
+
+
+@needs_bwrap
+def test_control_a_forged_ask_on_the_calls_own_reference_reaches_the_client(
+    place: Place,
+) -> None:
+    # The forging works: on the reference of its own call in flight, the question
+    # arrives at the client. (A handler may ask the client in its own call.)
+    require_sandbox()
+    tag = "own-" + secrets.token_hex(4)
+    h = _start(place, tools=(TOOLS, VICTIM), capabilities={"elicitation": {}})
+    try:
+        h.send(
+            {
+                "jsonrpc": "2.0",
+                "id": "forger",
+                "method": "tools/call",
+                "params": {
+                    "name": "forge_asks",
+                    "arguments": {"tag": tag, "own": True, "linger": 60},
+                },
+            }
+        )
+        question = _next_question(h, tag)
+        h.send({"jsonrpc": "2.0", "id": question["id"], "result": {"action": "decline"}})
+        h.notify("notifications/cancelled", {"requestId": "forger"})
+        _works(h)
+    finally:
+        h.close()
+
+
+def _next_question(h: HostProcess, tag: str) -> dict[str, Any]:
+    """The next ``elicitation/create`` carrying ``tag`` (other messages are dropped)."""
+    while True:
+        m = h.recv(timeout=PROMPT)
+        assert m is not None, h.stderr
+        if (
+            isinstance(m, dict)
+            and m.get("method") == "elicitation/create"
+            and tag in str(m.get("params", {}).get("message", ""))
+        ):
+            return m

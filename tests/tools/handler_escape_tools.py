@@ -23,7 +23,7 @@ import signal
 import socket
 import time
 
-from toolwire.host import tool
+from toolwire.host import ToolContext, tool
 
 
 def _denied(exc: BaseException) -> str:
@@ -328,3 +328,101 @@ def fork_many(count: int, sleep_seconds: float = 60.0) -> str:
 def pid_info() -> str:
     """This process's pid, its parent chain and whether it looks like the host."""
     return f"pid {os.getpid()} chain {_parent_chain()} host {_find_host()}"
+
+
+@tool
+def open_descriptors() -> str:
+    """Every descriptor this process holds and what it refers to."""
+    lines = []
+    for name in sorted(os.listdir("/proc/self/fd"), key=int):
+        try:
+            lines.append(f"{name} -> {os.readlink(f'/proc/self/fd/{name}')}")
+        except OSError as exc:
+            lines.append(f"{name} -> {_denied(exc)}")
+    return "\n".join(lines)
+
+
+@tool
+def connect_unix(address: str) -> str:
+    """Connect to a Unix socket and send one line; ``@name`` is an abstract address.
+
+    Args:
+        address: a socket path, or ``@`` and a name in the abstract namespace.
+    """
+    target = "\0" + address[1:] if address.startswith("@") else address
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+            conn.settimeout(10)
+            conn.connect(target)
+            conn.sendall(b"hello from a handler\n")
+    except Exception as exc:
+        return _denied(exc)
+    return "CONNECTED"
+
+
+def _wire_out() -> int | None:
+    """The descriptor this worker writes its protocol messages on: a pipe open for
+    writing only, other than stdout and stderr (None when there is none, e.g. in the
+    host itself)."""
+    import fcntl
+    import stat
+
+    stdout_inode = os.fstat(1).st_ino
+    for name in sorted(os.listdir("/proc/self/fd"), key=int):
+        fd = int(name)
+        if fd < 3:
+            continue
+        try:
+            info = os.fstat(fd)
+            flags = fcntl.fcntl(fd, fcntl.F_GETFL)
+        except OSError:
+            continue
+        if (
+            stat.S_ISFIFO(info.st_mode)
+            and flags & os.O_ACCMODE == os.O_WRONLY
+            and info.st_ino != stdout_inode
+        ):
+            return fd
+    return None
+
+
+@tool
+async def forge_asks(tag: str, ctx: ToolContext, own: bool = False, linger: float = 0.0) -> str:
+    """Write the worker protocol's "ask the client" request straight onto this
+    worker's wire, naming call references this call does not own (``own`` false: every
+    reference from 1 to 64 but its own) or only its own (``own`` true), each with an
+    ``elicitation/create`` whose message is ``<tag> via ref <n>``; then wait ``linger``
+    seconds (until cancelled).
+
+    Args:
+        tag: marks the forged questions.
+        own: ask on this call's own reference only.
+        linger: seconds to stay in flight afterwards.
+    """
+    import json
+
+    import anyio
+
+    mine = getattr(ctx.channel, "_ref", None)
+    fd = _wire_out()
+    if fd is None or not isinstance(mine, int):
+        return f"NO_WIRE fd {fd} ref {mine!r}"
+    refs = [mine] if own else [r for r in range(1, 65) if r != mine]
+    for ref in refs:
+        message = {
+            "jsonrpc": "2.0",
+            "id": f"forged-{tag}-{ref}",
+            "method": "toolwire/worker/ask",
+            "params": {
+                "ref": ref,
+                "method": "elicitation/create",
+                "params": {
+                    "message": f"{tag} via ref {ref}",
+                    "requestedSchema": {"type": "object", "properties": {}},
+                },
+                "key": f"forged{ref}",
+            },
+        }
+        os.write(fd, json.dumps(message).encode() + b"\n")
+    await anyio.sleep(linger)
+    return f"SENT {len(refs)} own ref {mine}"
