@@ -41,6 +41,7 @@ from tests.sandbox_support import (
     PROMISED_LIMITS,
     expected_limit,
     needs_bwrap,
+    parse_proc_limits,
     pids_cgroup_expected,
     require_sandbox,
 )
@@ -705,3 +706,62 @@ def _next_question(h: HostProcess, tag: str) -> dict[str, Any]:
             and tag in str(m.get("params", {}).get("message", ""))
         ):
             return m
+
+
+# ------------------------------------------------------------------ the worker's own confinement
+
+
+def _status_field(text: str, name: str) -> str:
+    for line in text.splitlines():
+        if line.startswith(name + ":"):
+            return line.split(":", 1)[1].strip()
+    raise AssertionError(f"no {name} in:\n{text}")
+
+
+@needs_bwrap
+def test_the_worker_has_no_privileges_a_seccomp_filter_and_the_limits(box: HostProcess) -> None:
+    # What SECURITY.md promises a sandboxed command, checked from the handler's side.
+    # The worker lives for many calls, so it takes no per-process CPU-time limit.
+    out = _call(box, "own_confinement")
+    assert int(_status_field(out, "CapEff"), 16) == 0, out
+    assert int(_status_field(out, "CapPrm"), 16) == 0, out
+    assert _status_field(out, "NoNewPrivs") == "1", out
+    assert _status_field(out, "Seccomp") == "2", out
+    limits = parse_proc_limits(out)
+    for key in ("address_space", "file_size", "open_files", "processes"):
+        want = expected_limit(key, PROMISED_LIMITS[key])
+        assert limits[key] == (want, want), (key, out)
+
+
+def test_control_a_handler_in_the_host_has_the_hosts_confinement(bare: HostProcess) -> None:
+    out = _call(bare, "own_confinement")
+    assert _status_field(out, "Seccomp") == _status_field(
+        Path("/proc/self/status").read_text(), "Seccomp"
+    )
+    if ROOT_USER:
+        assert int(_status_field(out, "CapEff"), 16) != 0, out
+    hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+    own = None if hard == resource.RLIM_INFINITY else hard
+    assert parse_proc_limits(out)["address_space"][1] == own, out  # no limit was added
+
+
+# ------------------------------------------------------------------ the worker's wire
+
+
+@needs_bwrap
+def test_a_handler_flooding_its_wire_does_not_reach_the_hosts_memory(place: Place) -> None:
+    # The handler writes what is not JSON, then 300 MiB without a newline straight onto
+    # its worker's wire. The host must neither buffer it nor stall: ping keeps
+    # answering, the call ends (here at its 5 s timeout; the handler never answers),
+    # the host's resident memory stays flat, and the module's next call works. (No
+    # control: without isolation there is no wire; the bound measured is the host's own.)
+    require_sandbox()
+    h = _start(place, "--timeout", "5")
+    try:
+        before = vm_hwm(h)
+        out = _call_while_pinging(h, "flood_wire", {"mib": 300, "garbage": "not json {"})
+        assert "timed out" in out or DIED in out or out.startswith("WROTE"), out
+        assert vm_hwm(h) - before < 64 << 20
+        _works(h)
+    finally:
+        h.close()

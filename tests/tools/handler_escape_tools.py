@@ -426,3 +426,41 @@ async def forge_asks(tag: str, ctx: ToolContext, own: bool = False, linger: floa
         os.write(fd, json.dumps(message).encode() + b"\n")
     await anyio.sleep(linger)
     return f"SENT {len(refs)} own ref {mine}"
+
+
+@tool
+def own_confinement() -> str:
+    """This process's capabilities, no_new_privs and seccomp lines of
+    ``/proc/self/status``, then its ``/proc/self/limits`` table."""
+    with open("/proc/self/status", encoding="ascii") as f:
+        wanted = ("CapEff:", "CapPrm:", "NoNewPrivs:", "Seccomp:")
+        lines = [line.rstrip() for line in f if line.startswith(wanted)]
+    with open("/proc/self/limits", encoding="ascii") as f:
+        return "\n".join(lines) + "\n" + f.read()
+
+
+@tool
+def flood_wire(mib: int, newline: bool = False, garbage: str = "") -> str:
+    """Write straight onto this worker's wire: ``garbage`` (one line), then ``mib`` MiB
+    of ``a`` (ended by a newline if ``newline``).
+
+    Args:
+        mib: how many MiB of filler to write.
+        newline: end the filler with a newline.
+        garbage: a line to write first (e.g. text that is not JSON).
+    """
+    fd = _wire_out()
+    if fd is None:
+        return "NO_WIRE"
+    written = 0
+    try:
+        if garbage:
+            os.write(fd, garbage.encode() + b"\n")
+        chunk = b"a" * (1 << 20)
+        for _ in range(mib):
+            written += os.write(fd, chunk)
+        if newline:
+            os.write(fd, b"\n")
+    except Exception as exc:
+        return f"WROTE {written} then {_denied(exc)}"
+    return f"WROTE {written}"
