@@ -123,6 +123,41 @@ class WorkerStartError(Exception):
         self.traceback = traceback
 
 
+MAX_SIBLINGS = 512
+"""Most Python files and packages beside a ``--tools`` file made visible to its workers."""
+
+
+def importable_beside(module_file: str) -> list[str]:
+    """``module_file`` and the Python modules (``*.py``) and packages (directories with an
+    ``__init__.py``) in its directory, the module file first; at most
+    :data:`MAX_SIBLINGS` of them, then the rest is left out (with a warning)."""
+    out = [module_file]
+    folder = os.path.dirname(module_file)
+    try:
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+    except OSError:
+        return out
+    for entry in entries:
+        path = entry.path
+        if path == module_file or entry.name.startswith("."):
+            continue
+        try:
+            if (entry.is_file() and entry.name.endswith(".py")) or (
+                entry.is_dir() and os.path.isfile(os.path.join(path, "__init__.py"))
+            ):
+                out.append(path)
+        except OSError:
+            continue
+        if len(out) > MAX_SIBLINGS:
+            log.warning(
+                "more than %d modules beside %s: the rest are not visible to its workers",
+                MAX_SIBLINGS,
+                module_file,
+            )
+            break
+    return out
+
+
 def describe_status(returncode: int, sandboxed: bool) -> str:
     """What a worker's exit status means, e.g. ``killed by signal 11 (SIGSEGV)``.
 
@@ -181,6 +216,8 @@ class WorkerProcess:
         self.returncode: int | None = None
         self.started_at = time.monotonic()
         self.retiring = False
+        self.refs: set[int] = set()
+        """References of the calls and hooks in flight in this worker (what it may ask for)."""
         self.unsettled = 0
         """Cancelled calls not yet answered: until they are, no new call is sent here."""
         self._proc: subprocess.Popen[bytes] | None = None
@@ -289,7 +326,8 @@ class WorkerProcess:
             cancel_dialect="lsp",
             name=f"worker {self.pool.module.label} #{self.number}",
         )
-        session.request_handlers[ASK] = workers.answer_ask
+        session.request_handlers[ASK] = self._answer_ask
+        session.on_malformed = self._malformed
         self.session = session
         tg.start_soon(self._serve, session)
         tg.start_soon(self._watch_exit)
@@ -318,6 +356,22 @@ class WorkerProcess:
             (time.monotonic() - began) * 1000,
             self.pid,
         )
+
+    async def _answer_ask(self, params: Any, rctx: RequestContext) -> Any:
+        """A question from a call in flight in *this* worker (never another's)."""
+        ref = params.get("ref") if type(params) is dict else None
+        if type(ref) is not int or ref not in self.refs:
+            raise JsonRpcError(TOOL_ERROR, "no call of this worker has that reference")
+        return await self.pool.workers_owner.answer_ask(params, rctx)
+
+    def _malformed(self, what: str) -> None:
+        log.warning(
+            "worker %s #%d broke the protocol (%s); killing it",
+            self.pool.module.label,
+            self.number,
+            what,
+        )
+        self.kill(f"it sent a malformed message ({what})")
 
     async def _serve(self, session: Session) -> None:
         await session.serve()
@@ -439,11 +493,13 @@ class WorkerPool:
         self.sandboxed = owner.sandbox is not None and owner.sandbox.active
 
     def visible_paths(self) -> list[str]:
-        """Host paths the worker must see read-only: the module file's directory, or
-        the directory a top-level module or package lives in."""
+        """Host paths the worker must see read-only: a ``--tools`` file with the Python
+        modules and packages beside it (what it can import; not the other files of its
+        directory, which may be a home directory), or the directory a top-level module
+        or package lives in."""
         spec = self.module.spec
         if self.module.kind == "tools" and (spec.endswith(".py") or os.path.isfile(spec)):
-            return [os.path.dirname(os.path.realpath(spec))]
+            return importable_beside(os.path.realpath(spec))
         import importlib.util
 
         top = spec.split(".", 1)[0] if self.module.kind == "tools" else ""
@@ -569,6 +625,8 @@ class WorkerPool:
         owner = self.workers_owner
         ref = owner.live.add(ctx) if ctx is not None else 0
         params["ref"] = ref
+        if ref:
+            worker.refs.add(ref)
         listener = _listener(ctx) if ctx is not None else None
         try:
             assert worker.session is not None
@@ -584,6 +642,7 @@ class WorkerPool:
             worker.in_flight -= 1
             if ref:
                 owner.live.remove(ref)
+                worker.refs.discard(ref)
             if worker.retiring and worker.in_flight == 0:
                 worker.close()
 

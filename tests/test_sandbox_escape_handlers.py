@@ -572,7 +572,8 @@ def test_a_handler_cannot_change_code_beside_its_module(place: Place, tool_dir: 
     try:
         planted = tool_dir / "planted.py"
         out = _call(h, "write_outside", path=str(planted), content="print('planted')\n")
-        assert out.startswith("DENIED"), out
+        # Denied, or written into the box's own private /tmp: never on the host.
+        assert out.startswith(("DENIED", "WROTE")), out
         assert not planted.exists()
         out = _call(h, "write_outside", path=str(tool_dir / TOOLS.name), content="x")
         assert out.startswith("DENIED"), out
@@ -583,11 +584,6 @@ def test_a_handler_cannot_change_code_beside_its_module(place: Place, tool_dir: 
 
 
 @needs_bwrap
-@pytest.mark.xfail(
-    strict=True,
-    reason="known exposure: the worker sees its --tools file's whole directory read-only "
-    "(SECURITY.md, 'Worker processes'), so with --tools ~/my_tools.py all of HOME",
-)
 def test_a_handler_cannot_read_other_files_beside_its_module(place: Place, tool_dir: Path) -> None:
     # The worker needs its module and the siblings it imports, not every file that
     # happens to share the directory (~/.ssh beside ~/my_tools.py).
@@ -757,15 +753,16 @@ def test_control_a_handler_in_the_host_has_the_hosts_confinement(bare: HostProce
 def test_a_handler_flooding_its_wire_does_not_reach_the_hosts_memory(place: Place) -> None:
     # The handler writes what is not JSON, then 300 MiB without a newline straight onto
     # its worker's wire. The host must neither buffer it nor stall: ping keeps
-    # answering, the call ends (here at its 5 s timeout; the handler never answers),
-    # the host's resident memory stays flat, and the module's next call works. (No
-    # control: without isolation there is no wire; the bound measured is the host's own.)
+    # answering, the worker is killed at the first malformed message (so the call ends
+    # long before its 5 s timeout), the host's resident memory stays flat, and the
+    # module's next call works. (No control: without isolation there is no wire; the
+    # bound measured is the host's own.)
     require_sandbox()
     h = _start(place, "--timeout", "5")
     try:
         before = vm_hwm(h)
         out = _call_while_pinging(h, "flood_wire", {"mib": 300, "garbage": "not json {"})
-        assert "timed out" in out or DIED in out or out.startswith("WROTE"), out
+        assert "was stopped because it sent a malformed message" in out, out
         assert vm_hwm(h) - before < 64 << 20
         _works(h)
     finally:

@@ -344,6 +344,11 @@ class Session:
         """Consulted first for every request: ``router(method, params)`` returns the
         handler that serves it, or None to look it up in the handler tables (the host
         routes MCP 2026-07-28 requests this way, by their ``_meta`` envelope)."""
+        self.on_malformed: Callable[[str], None] | None = None
+        """Called with a description whenever the peer sends something that is not a
+        JSON-RPC message (a framing error, invalid JSON, an invalid message), after the
+        error reply is queued; the host uses it to stop a worker process that breaks
+        the protocol."""
         self._refusal: Callable[[str], JsonRpcError] | None = None
         self._in_flight: dict[RequestId, RequestContext] = {}
         self._pending: dict[RequestId, _Pending] = {}
@@ -800,6 +805,7 @@ class Session:
                     assert isinstance(frame, FramingError)
                     log.warning("%s: framing error: %s", self.name, frame.message)
                     self._send_obj(error_response(None, JsonRpcError(frame.code, frame.message)))
+                    self._malformed(frame.message)
 
     def _handle_body(self, body: bytes, tg: TaskGroup) -> None:
         try:
@@ -807,6 +813,7 @@ class Session:
         except ValueError as exc:
             log.warning("%s: parse error: %s", self.name, exc)
             self._send_obj(error_response(None, JsonRpcError(PARSE_ERROR, f"Parse error: {exc}")))
+            self._malformed(f"Parse error: {exc}")
             return
         if type(obj) is list:
             self._handle_batch(obj, tg)
@@ -843,6 +850,14 @@ class Session:
                 batch.add(reply)
             else:
                 self._send_reply(reply)
+            self._malformed(msg.error.message)
+
+    def _malformed(self, what: str) -> None:
+        if self.on_malformed is not None:
+            try:
+                self.on_malformed(what)
+            except Exception:
+                log.exception("%s: on_malformed failed", self.name)
 
     def _reply(self, batch: _Batch | None, reply: dict[str, Any] | None) -> None:
         if batch is not None:
