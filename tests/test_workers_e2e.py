@@ -107,6 +107,9 @@ def test_control_a_segfault_kills_the_host_without_isolation(tmp_path: Path) -> 
 def test_the_timeout_fires_on_a_handler_that_never_yields(tmp_path: Path, tool: str) -> None:
     with worker_host(tmp_path, "process", ["--workers", "1"]) as h:
         before = _worker_id(h)
+        # a bystander on the same (only) worker, in flight when that worker is replaced
+        h.send(call_msg("by", "hold", {"seconds": 60}, token="by"))
+        _started(h, "by")
         start = time.monotonic()
         h.send(call_msg("stuck", tool, {}, token="t"))
         _started(h, "t")
@@ -119,6 +122,12 @@ def test_the_timeout_fires_on_a_handler_that_never_yields(tmp_path: Path, tool: 
         assert text_of_result(r) == (
             f'Tool "{tool}" timed out after 1 seconds and was cancelled'
         ), f"{r} (after {elapsed:.2f} s)"
+        by = h.recv_response("by", timeout=PROMPT)["result"]
+        assert by.get("isError") is True, by
+        assert text_of_result(by) == (
+            'Tool "hold" failed: its worker process was stopped because a call in it '
+            "did not stop when cancelled"
+        ), by
         _ping(h)
         r = h.call("hello", timeout=PROMPT)["result"]
         assert r == {"content": [{"type": "text", "text": "hello world"}]}, r
@@ -150,6 +159,61 @@ def test_control_an_async_busy_loop_blocks_the_host_without_isolation(tmp_path: 
             h.request("ping", timeout=3)
 
 
+FRAGILE = """
+from pathlib import Path
+import os
+
+from toolwire.host import tool
+
+if (Path(__file__).parent / "refuse_import").exists():
+    raise RuntimeError("refused on purpose 2323")
+
+
+@tool
+async def fragile_hello() -> str:
+    \"\"\"Greet.\"\"\"
+    return "hello"
+
+
+@tool
+def fragile_exit() -> str:
+    \"\"\"End the worker.\"\"\"
+    os._exit(5)
+"""
+
+
+def test_a_module_failing_to_import_on_restart_makes_its_tools_unavailable(
+    tmp_path: Path,
+) -> None:
+    module = tmp_path / "fragile.py"
+    module.write_text(FRAGILE)
+    with worker_host(tmp_path, "process", ["--workers", "1"], tools=[str(module)]) as h:
+        assert text_of_result(h.call("fragile_hello", timeout=PROMPT)["result"]) == "hello"
+        (tmp_path / "refuse_import").write_text("")
+        died = h.call("fragile_exit", timeout=PROMPT)["result"]
+        assert "exit code 5" in text_of_result(died), died
+        for _ in range(2):
+            r = h.call("fragile_hello", timeout=PROMPT)["result"]
+            assert r.get("isError") is True, r
+            text = text_of_result(r)
+            assert text.startswith(
+                'Tool "fragile_hello" is unavailable: its module failed to import: '
+            ), text
+            assert "refused on purpose 2323" in text, text
+        _ping(h)
+        errors = [
+            m["params"]
+            for m in h.drain()
+            if isinstance(m, dict)
+            and m.get("method") == "notifications/message"
+            and m["params"].get("level") == "error"
+        ]
+        # said once, not once per attempt: the worker is not restarted in a loop
+        assert len(errors) == 1, errors
+        assert "refused on purpose 2323" in str(errors[0]["data"]), errors
+        assert h.stderr.count("refused on purpose 2323") >= 1, h.stderr
+
+
 # ---------------------------------------------------------------------------- cores and state
 
 
@@ -170,7 +234,7 @@ def test_two_workers_run_cpu_bound_calls_in_parallel(tmp_path: Path) -> None:
     walls: dict[int, float] = {}
     for workers in (1, 2):
         with worker_host(tmp_path, "process", ["--workers", str(workers)]) as h:
-            _pair(h, 0.05, "warm")  # start the workers (a second one for --workers 2)
+            _pair(h, 0.5, "warm")  # start the workers (a second one for --workers 2)
             walls[workers], ids = _pair(h, cpu, "burn")
             assert len(ids) == workers, (workers, ids)
     ratio = walls[2] / walls[1]

@@ -9,10 +9,11 @@ reported as a log message while the old tools keep working.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.e2e_helpers import PROMPT
+from tests.e2e_helpers import PROMPT, wait_until
 from tests.hostproc import HostProcess
 from tests.workers_support import (
     call_msg,
@@ -62,6 +63,14 @@ def _serve(tmp_path: Path, module: Path, *extra: str) -> HostProcess:
     return h
 
 
+def _is_error_log(m: Any) -> bool:
+    return (
+        isinstance(m, dict)
+        and m.get("method") == "notifications/message"
+        and m["params"].get("level") == "error"
+    )
+
+
 def _names(h: HostProcess) -> set[str]:
     return {t["name"] for t in h.request("tools/list", timeout=PROMPT)["result"]["tools"]}
 
@@ -79,6 +88,7 @@ def test_an_edited_tool_file_is_served_without_a_restart(tmp_path: Path) -> None
         assert _names(h) == {"first", "slow"}
         assert _text(h, "first") == "first v1"
 
+        h.drain()
         module.write_text(_source("v2", with_second=True))
         wait_for_message(h, is_method("notifications/tools/list_changed"), PROMPT, "list_changed")
         assert _names(h) == {"first", "slow", "second"}
@@ -86,10 +96,9 @@ def test_an_edited_tool_file_is_served_without_a_restart(tmp_path: Path) -> None
         assert _text(h, "first") == "first v2"
 
         # a broken edit: said once as a log message; the last good generation stays
+        h.drain()
         module.write_text(_source("v3", with_second=True) + "\ndef broken(:\n")
-        note = wait_for_message(
-            h, is_method("notifications/message"), PROMPT, "a log message about the broken file"
-        )
+        note = wait_for_message(h, _is_error_log, PROMPT, "a log message about the broken file")
         assert note["params"]["level"] == "error", note
         said = str(note["params"]["data"])
         assert "SyntaxError" in said or "invalid syntax" in said, note
@@ -97,8 +106,14 @@ def test_an_edited_tool_file_is_served_without_a_restart(tmp_path: Path) -> None
         assert _text(h, "first") == "first v2"
         assert _text(h, "second") == "second v2"
         assert h.request("ping")["result"] == {}
+        assert [m for m in h.drain() if _is_error_log(m)] == []  # once, not in a loop
+        wait_until(
+            lambda: "reload_me" in h.stderr and ("Syntax" in h.stderr or "syntax" in h.stderr),
+            what="the breakage on stderr",
+        )
 
         # fixed again: the next generation is served
+        h.drain()
         module.write_text(_source("v4", with_second=True))
         wait_for_message(h, is_method("notifications/tools/list_changed"), PROMPT, "list_changed")
         assert _text(h, "first") == "first v4"
