@@ -11,6 +11,7 @@ codes — is :mod:`toolwire.host.process`, which hands ``run_host`` a
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import signal
 from collections.abc import Callable
@@ -26,11 +27,12 @@ from .approval import ApprovalPolicy
 from .context import ExecEnv
 from .definition import ToolDefinitionError
 from .executor import Executor
-from .loading import load_builtins, load_entry_points, load_tools
+from .loading import entry_point_names, load_builtins, load_entry_points, load_tools
 from .options import HostConfig, StartupError
 from .registry import Registry
 from .sandbox import Sandbox, resolve_sandbox
 from .server import HostServer
+from .workers import ModuleSpec, Workers, WorkerStartError
 
 __all__ = ["HostConfig", "ProcessGuard", "StartupError", "build_registry", "describe", "run_host"]
 
@@ -66,6 +68,9 @@ class ProcessGuard(Protocol):
 def build_registry(config: HostConfig) -> Registry:
     """A registry with the built-ins (unless disabled), entry points and ``--tools``.
 
+    With ``config.isolation == "process"`` only the built-ins: :func:`run_host` starts
+    the worker processes that serve the modules' tools.
+
     Raises:
         StartupError: a ``--tools`` file or module is missing or declares a tool wrongly.
         Exception: whatever a tool module raises while it is imported (its traceback is
@@ -74,6 +79,8 @@ def build_registry(config: HostConfig) -> Registry:
     registry = Registry()
     if config.builtins:
         load_builtins(registry)
+    if config.isolation == "process":
+        return registry
     if config.entry_points:
         load_entry_points(registry)
     for spec in config.tools:
@@ -170,7 +177,51 @@ async def run_host(
         name="host",
     )
     server.attach(session)
-    log.info("serving %d tools in %s", len(registry), env.root)
+    async with contextlib.AsyncExitStack() as stack:
+        if config.isolation == "process":
+            workers = await stack.enter_async_context(
+                start_workers(config, registry, env, server).running()
+            )
+            await _load_modules(workers, config)
+        log.info("serving %d tools in %s", len(registry), env.root)
+        return await _serve(session, server, guard)
+
+
+def start_workers(
+    config: HostConfig, registry: Registry, env: ExecEnv, server: HostServer
+) -> Workers:
+    """The :class:`Workers` of a host with ``--isolation process``."""
+    return Workers(
+        registry,
+        env.root,
+        env.sandbox,
+        size=config.workers,
+        max_threads=config.max_threads,
+        max_message_size=config.max_message_size,
+        log_level=config.log_level,
+        notify=lambda level, text: server.send_log(level, text, "toolwire"),
+    )
+
+
+async def _load_modules(workers: Workers, config: HostConfig) -> None:
+    """Start the workers of the entry points and the ``--tools`` modules.
+
+    Raises:
+        StartupError: a ``--tools`` module that does not load (entry points are logged).
+    """
+    if config.entry_points:
+        names = entry_point_names()
+        await workers.add_modules([ModuleSpec(n, "entry_point") for n in names], strict=False)
+    try:
+        await workers.add_modules([ModuleSpec(spec) for spec in config.tools], strict=True)
+    except WorkerStartError as exc:
+        raise StartupError(f"toolwire serve: --tools {exc}") from None
+    except ToolDefinitionError as exc:
+        raise StartupError(f"toolwire serve: --tools: {exc}") from None
+
+
+async def _serve(session: Session, server: HostServer, guard: ProcessGuard | None) -> int:
+    """Serve ``session`` until it closes; the exit code (see :func:`run_host`)."""
 
     def exit_code() -> int:
         return server.exit_code if server.exit_code is not None else 0

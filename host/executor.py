@@ -24,6 +24,7 @@ from .definition import Tool
 from .mutation import MutationQueue, mutation_keys
 from .results import (
     ToolResult,
+    WireResult,
     error_result,
     is_content_dict,
     is_pydantic_model,
@@ -64,6 +65,10 @@ class Executor:
         max_threads: worker threads for synchronous handlers. Reading and answering
             never wait on this pool; a sync call beyond the limit waits for a thread.
         mutations: the per-file mutation queue (default: the process-wide one).
+        abandon_threads: when a call of a synchronous handler is cancelled, return at
+            once and leave its thread running (the host's choice: a stuck handler never
+            holds up the answer); False waits for the thread to finish (a worker process,
+            whose host kills it when the handler does not stop, :mod:`.worker`).
     """
 
     def __init__(
@@ -71,8 +76,11 @@ class Executor:
         default_timeout: float | None = 600.0,
         max_threads: int = 256,
         mutations: MutationQueue | None = None,
+        *,
+        abandon_threads: bool = True,
     ) -> None:
         self.default_timeout = default_timeout
+        self.abandon_threads = abandon_threads
         self.limiter = anyio.CapacityLimiter(max_threads)
         self.mutations = mutations if mutations is not None else SHARED_MUTATION_QUEUE
 
@@ -144,7 +152,9 @@ class Executor:
         if tool.is_async:
             return await tool.handler(**kwargs)
         func: Callable[[], Any] = functools.partial(tool.handler, **kwargs)
-        return await anyio.to_thread.run_sync(func, abandon_on_cancel=True, limiter=self.limiter)
+        return await anyio.to_thread.run_sync(
+            func, abandon_on_cancel=self.abandon_threads, limiter=self.limiter
+        )
 
 
 def _base_exception_text(name: str, exc: BaseException) -> str:
@@ -183,6 +193,8 @@ def to_result(tool: Tool, value: Any) -> dict[str, Any]:
     """
     if type(value) is str:
         return {"content": [{"type": "text", "text": value}]}
+    if type(value) is WireResult:
+        return value.result
     if isinstance(value, ToolResult):
         return value.to_wire()
     if tool.output_adapter is not None:

@@ -18,6 +18,7 @@ from .registry import Registry
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "entry_point_names",
     "hooks_in",
     "load_builtins",
     "load_entry_points",
@@ -129,6 +130,13 @@ def load_entry_points(registry: Registry) -> int:
         except Exception as exc:
             log.error("entry point %s failed to load: %s", ep.name, exc)
     return count
+
+
+def entry_point_names() -> list[str]:
+    """The names in the ``toolwire.tools`` entry-point group (nothing is imported)."""
+    import importlib.metadata
+
+    return [ep.name for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)]
 
 
 def load_builtins(registry: Registry) -> None:

@@ -7,6 +7,7 @@ process (:mod:`toolwire.host.process`) can parse them and start probing the sand
 from __future__ import annotations
 
 import argparse
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -45,6 +46,11 @@ class HostConfig:
         approve: which calls need the client's approval: tool names, "destructive"
             or "all" (empty: none).
         approval_timeout: seconds to wait for the client's approval answer.
+        isolation: "process" (default): tool modules from ``tools`` and the entry points
+            run in worker processes (:mod:`toolwire.host.workers`); "none": they are
+            imported into the host process.
+        workers: worker processes per tool module at most (default: the number of cores).
+        reload: watch the tool modules' files and reload them on change (``--reload``).
     """
 
     root: Path = field(default_factory=Path.cwd)
@@ -60,6 +66,9 @@ class HostConfig:
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
     approve: list[str] = field(default_factory=list)
     approval_timeout: float = 120.0
+    isolation: Literal["process", "none"] = "process"
+    workers: int = field(default_factory=lambda: os.cpu_count() or 1)
+    reload: bool = False
 
 
 def _message_size(text: str) -> int:
@@ -70,6 +79,17 @@ def _message_size(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not a whole number of bytes: {text!r}") from None
     if value < 1024:
         raise argparse.ArgumentTypeError(f"must be at least 1024 bytes, not {value}")
+    return value
+
+
+def _worker_count(text: str) -> int:
+    """argparse type: a number of worker processes, 1 to 256."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if not 1 <= value <= 256:
+        raise argparse.ArgumentTypeError(f"must be from 1 to 256, not {value}")
     return value
 
 
@@ -143,6 +163,28 @@ def build_parser(prog: str = "toolwire serve") -> argparse.ArgumentParser:
         "'destructive' (tools not annotated read-only) or 'all' (default: none)",
     )
     p.add_argument(
+        "--isolation",
+        choices=["process", "none"],
+        default=None,
+        help="process: import --tools modules and entry points in worker processes, "
+        "sandboxed like commands (a crash costs one call); none: import them into the "
+        "host (default: process)",
+    )
+    p.add_argument(
+        "--workers",
+        type=_worker_count,
+        default=None,
+        metavar="N",
+        help="worker processes per tool module at most (default: the number of cores)",
+    )
+    p.add_argument(
+        "--reload",
+        action="store_true",
+        default=None,
+        help="watch the tool modules' files; on a change, load them again in new workers "
+        "and send notifications/tools/list_changed",
+    )
+    p.add_argument(
         "--approval-timeout",
         type=float,
         default=None,
@@ -198,4 +240,19 @@ def config_from_args(ns: argparse.Namespace) -> HostConfig:
         sandbox=SandboxSettings.from_table(tables["sandbox"], ns.sandbox),
         approve=[name.strip() for item in approve for name in str(item).split(",") if name.strip()],
         approval_timeout=approval_timeout,
+        isolation=_isolation(pick(ns.isolation, "isolation", "process")),
+        workers=_workers(pick(ns.workers, "workers", os.cpu_count() or 1)),
+        reload=bool(pick(ns.reload, "reload", False)),
     )
+
+
+def _isolation(value: Any) -> Literal["process", "none"]:
+    if value not in ("process", "none"):
+        raise ValueError(f"isolation must be 'process' or 'none', not {value!r}")
+    return value  # type: ignore[no-any-return]
+
+
+def _workers(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 256:
+        raise ValueError(f"workers must be a whole number from 1 to 256, not {value!r}")
+    return value

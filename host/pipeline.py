@@ -12,6 +12,7 @@ timeout (:class:`~toolwire.host.executor.Executor`), then the after hooks.
 from __future__ import annotations
 
 import copy
+import inspect
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -108,6 +109,8 @@ class Pipeline:
         if tool.prepare_arguments is not None:
             try:
                 args = tool.prepare_arguments(copy.deepcopy(args))
+                if inspect.isawaitable(args):  # a tool served by a worker process
+                    args = await args
             except Exception as exc:
                 return _refused(
                     f'Could not prepare the arguments of tool "{name}": {_message(exc)}'

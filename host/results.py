@@ -14,6 +14,7 @@ from toolwire.extensions import DETAILS_META_KEY, TERMINATE_META_KEY
 __all__ = [
     "ToolError",
     "ToolResult",
+    "WireResult",
     "error_result",
     "image_block",
     "text_block",
@@ -32,6 +33,20 @@ class ToolError(Exception):
     def __init__(self, message: str, details: Any = None) -> None:
         super().__init__(message)
         self.details = details
+
+
+class WireResult:
+    """A ``CallToolResult`` already in wire form, passed on unchanged (what a worker
+    process answered for a call, :mod:`toolwire.host.workers`).
+
+    Attributes:
+        result: the wire object.
+    """
+
+    __slots__ = ("result",)
+
+    def __init__(self, result: dict[str, Any]) -> None:
+        self.result = result
 
 
 @dataclass

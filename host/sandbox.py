@@ -47,7 +47,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -656,7 +656,9 @@ class Sandbox:
             bases.append(root)
         return any(_under(real, b) for b in bases)
 
-    def _mounts(self, root: str, program: str | None) -> list[tuple[str, str, str]]:
+    def _mounts(
+        self, root: str, program: str | None, extra_ro: Sequence[str] = ()
+    ) -> list[tuple[str, str, str]]:
         """(bwrap option, source, destination) mount operations, parents first."""
         ops: list[tuple[str, str, str]] = [("--ro-bind", "/usr", "/usr")]
         for link in _SYSTEM_LINKS:
@@ -685,6 +687,7 @@ class Sandbox:
             if os.path.exists(resolv) and not _under(resolv, "/etc") and not _under(resolv, "/usr"):
                 ops.append(("--ro-bind", resolv, resolv))
         ops += [("--ro-bind", p, p) for p in self.settings.extra_ro_paths]
+        ops += [("--ro-bind", p, p) for p in extra_ro if not self._visible(p, root)]
         # bash's full-output files (toolwire.host.outputs): visible read-only at the
         # path an answer names, so a sandboxed command can read them.
         ops += [("--ro-bind", p, p) for p in outputs.sandbox_ro_paths()]
@@ -694,7 +697,7 @@ class Sandbox:
         # device nodes still work, but no file can be stored there.
         return [*sorted(ops, key=lambda op: _depth(op[2])), ("--remount-ro", "", "/dev")]
 
-    def _limit_prefix(self, sandboxed: bool) -> list[str]:
+    def _limit_prefix(self, sandboxed: bool, skip: Collection[str] = ()) -> list[str]:
         """``prlimit`` (or a Python shim) setting the limits, then exec'ing the command.
 
         Unsandboxed, the process limit is left out: outside a user namespace it would
@@ -702,7 +705,7 @@ class Sandbox:
         limits = {
             k: v
             for k, v in self.limits.items()
-            if k in LIMIT_KEYS and (sandboxed or k != "processes")
+            if k in LIMIT_KEYS and (sandboxed or k != "processes") and k not in skip
         }
         if not limits:
             return []
@@ -721,6 +724,8 @@ class Sandbox:
         env: Mapping[str, str],
         marker: tuple[str, str] | None = None,
         info_fd: int | None = None,
+        extra_ro: Sequence[str] = (),
+        skip_limits: Collection[str] = (),
     ) -> WrappedCommand:
         """The command line that runs ``argv`` in this sandbox.
 
@@ -734,6 +739,10 @@ class Sandbox:
             info_fd: a descriptor bubblewrap writes ``{"child-pid": N}`` to (the
                 sandbox's first process, which the host, as child subreaper, must
                 reap once bubblewrap is gone); it is added to ``pass_fds``.
+            extra_ro: more absolute host paths visible read-only to this command only
+                (a worker process's tool module, :mod:`toolwire.host.workers`).
+            skip_limits: keys of :data:`LIMIT_KEYS` not applied to this command (a
+                long-lived worker process takes no ``cpu_seconds`` limit).
 
         Returns:
             A :class:`WrappedCommand`. When the sandbox is not active, ``argv``
@@ -749,7 +758,7 @@ class Sandbox:
         sandboxed = self.active and self.bwrap is not None
         inner = list(argv)
         if self.settings.mode != "none":
-            inner = [*self._limit_prefix(sandboxed), *inner]
+            inner = [*self._limit_prefix(sandboxed, skip_limits), *inner]
         if not sandboxed or self.bwrap is None:
             return WrappedCommand(inner, dict(env))
         args = [
@@ -769,7 +778,7 @@ class Sandbox:
         if info_fd is not None:
             args += ["--info-fd", str(info_fd)]
         tmpfs_size = self.limits.get(TMPFS_SIZE_KEY)
-        for opt, src, dst in self._mounts(root_s, argv[0]):
+        for opt, src, dst in self._mounts(root_s, argv[0], extra_ro):
             if opt == "--tmpfs" and tmpfs_size:
                 args += ["--size", str(tmpfs_size)]
             args += [opt, src, dst] if src else [opt, dst]

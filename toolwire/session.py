@@ -500,6 +500,7 @@ class Session:
         timeout: float | None = None,
         on_progress: ProgressListener | None = None,
         request_id: int | None = None,
+        on_abandon: Callable[[anyio.Event], None] | None = None,
     ) -> Any:
         """Send a request to the peer and wait for its result.
 
@@ -518,6 +519,11 @@ class Session:
                 exception it raises is logged.
             request_id: an id from :meth:`new_request_id` (for a caller that needs the
                 id before the request is sent); None takes the next one.
+            on_abandon: for a caller that must know whether the peer stopped: when the
+                wait is cancelled before the response came, the cancellation is sent
+                and ``on_abandon(event)`` is called; ``event`` is set when the peer's
+                response arrives after all (with the LSP dialect, its -32800 once the
+                request really stopped) or the connection closes.
 
         Returns:
             The ``result`` member of the response.
@@ -547,6 +553,7 @@ class Session:
                 self._progress_listeners.pop(token, None)
             raise
         finished = False
+        abandoned = False
         try:
             with anyio.move_on_after(timeout) as scope:
                 await pending.event.wait()
@@ -559,9 +566,13 @@ class Session:
         except anyio.get_cancelled_exc_class():
             if not pending.event.is_set():
                 self._send_cancel(req_id, "cancelled by caller")
+                if on_abandon is not None and not self._closing:
+                    abandoned = True  # the response still settles the entry
+                    on_abandon(pending.event)
             raise
         finally:
-            self._pending.pop(req_id, None)
+            if not abandoned:
+                self._pending.pop(req_id, None)
             if token is not None:
                 self._progress_listeners.pop(token, None)
         if pending.error is not None:

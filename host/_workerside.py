@@ -1,0 +1,319 @@
+"""The serving half of a worker process (:mod:`.worker` is its entry point).
+
+Loads the module named in the worker's configuration, then answers the host's requests
+(:mod:`.workerwire`) until the host closes the pipe.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import os
+import traceback
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from toolwire.errors import INVALID_PARAMS, JsonRpcError
+from toolwire.session import RequestContext, Session
+from toolwire.streams import FdReceiveStream, FdSendStream
+
+from .arguments import ArgumentError
+from .channel import CallChannel
+from .context import ExecEnv, ToolContext
+from .definition import Tool
+from .executor import Executor, format_argument_error
+from .hooks import NOT_GIVEN, Block, IncomingCall, ResultPatch, _Hook
+from .loading import ENTRY_POINT_GROUP, hooks_in, import_spec, tools_in
+from .registry import Registry
+from .results import ToolError, ToolResult, error_result, to_wire_content
+from .rounds import InputNeeded
+from .workerwire import (
+    ASK,
+    HOOK,
+    IMPORT_FAILED,
+    INPUT_NEEDED,
+    LOG,
+    PREPARE,
+    PROTOCOL,
+    TOOL_ERROR,
+)
+
+__all__ = ["WorkerChannel", "load_module", "serve", "tool_description"]
+
+log = logging.getLogger("toolwire.worker")
+
+
+class WorkerChannel(CallChannel):
+    """A call's way back to the client from inside a worker: through the host.
+
+    Progress goes out as ``notifications/progress`` on the call's own request (the host
+    passes it on to the call's client), log records as :data:`~.workerwire.LOG` tied to
+    the same progress token, questions as :data:`~.workerwire.ASK` requests.
+    """
+
+    __slots__ = ("_capabilities", "_ref", "_request")
+
+    def __init__(self, request: RequestContext, ref: Any, capabilities: dict[str, Any]) -> None:
+        self._request = request
+        self._ref = ref
+        self._capabilities = capabilities
+
+    @property
+    def client_capabilities(self) -> dict[str, Any]:
+        return self._capabilities
+
+    def progress(self, progress: float, total: float | None, message: str | None) -> None:
+        self._request.report_progress(progress, total, message)
+
+    def log(self, level: str, data: Any, logger: str | None) -> None:
+        token = self._request.progress_token
+        if token is None or self._request.done:
+            return
+        params: dict[str, Any] = {"progressToken": token, "level": level, "data": data}
+        if logger is not None:
+            params["logger"] = logger
+        self._request.session.notify(LOG, params)
+
+    async def drain(self) -> None:
+        await self._request.session.drain()
+
+    async def ask(self, method: str, params: dict[str, Any], key: str) -> Any:
+        """Ask the client through the host.
+
+        Raises:
+            InputNeeded: MCP 2026-07-28, the question was recorded for the call's answer.
+            ToolError: the client cannot or did not answer.
+        """
+        try:
+            return await self._request.session.request(
+                ASK, {"ref": self._ref, "method": method, "params": params, "key": key}
+            )
+        except JsonRpcError as exc:
+            if exc.code == INPUT_NEEDED:
+                raise InputNeeded(method) from None
+            raise ToolError(exc.message) from None
+
+
+def load_module(registry: Registry, config: dict[str, Any]) -> list[str]:
+    """Load the configured module's tools and hooks into ``registry``; returns the files
+    to watch for ``--reload`` (the module's file, or its package's directory).
+
+    Raises:
+        Exception: whatever importing the module raises.
+    """
+    spec = str(config["spec"])
+    if config.get("kind") == "entry_point":
+        import importlib.metadata
+
+        found = [
+            ep for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP) if ep.name == spec
+        ]
+        if not found:
+            raise ImportError(f"no entry point {spec!r} in group {ENTRY_POINT_GROUP}")
+        obj = found[0].load()
+        for fn in tools_in(obj):
+            registry.add(fn)
+        module = sys_module_of(obj)
+    else:
+        module = import_spec(spec)
+        for fn in tools_in(module):
+            registry.add(fn)
+        for hook in hooks_in(module):
+            registry.add_hook(hook)
+        register = getattr(module, "register", None)
+        from .decorator import is_tool
+
+        if callable(register) and not is_tool(register):
+            register(registry)
+    watch: list[str] = []
+    origin = getattr(module, "__file__", None) if module is not None else None
+    if isinstance(origin, str):
+        path = Path(origin)
+        watch.append(str(path.parent if path.name == "__init__.py" else path))
+    return watch
+
+
+def sys_module_of(obj: Any) -> Any:
+    """The module ``obj`` was defined in (None when unknown)."""
+    import sys
+    import types
+
+    if isinstance(obj, types.ModuleType):
+        return obj
+    name = getattr(obj, "__module__", None)
+    return sys.modules.get(name) if isinstance(name, str) else None
+
+
+def tool_description(t: Tool) -> dict[str, Any]:
+    """What the host needs of one tool: its wire definition plus the call rules it applies."""
+    out: dict[str, Any] = {"definition": t.definition()}
+    if t.timeout is not None:
+        out["timeout"] = t.timeout
+    if t.mutates:
+        out["mutates"] = list(t.mutates)
+    if t.execution_mode != "parallel":
+        out["executionMode"] = t.execution_mode
+    if t.prepare_arguments is not None:
+        out["prepareArguments"] = True
+    return out
+
+
+class _Worker:
+    """The loaded module and the methods the host calls."""
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        self.config = config
+        self.registry = Registry()
+        self.hooks: list[_Hook] = []
+        self.watch: list[str] = []
+        self.failure: JsonRpcError | None = None
+        root = str(config.get("root") or os.getcwd())
+        self.env = ExecEnv.at(root, default_timeout=None)
+        try:
+            self.watch = load_module(self.registry, config)
+        except BaseException as exc:
+            text = "".join(traceback.format_exception(exc))
+            self.failure = JsonRpcError(
+                IMPORT_FAILED, _message(exc), {"traceback": text, "type": type(exc).__name__}
+            )
+            return
+        self.hooks = [*self.registry.hooks.before, *self.registry.hooks.after]
+        self.definitions = [tool_description(t) for t in self.registry]
+        for t in self.registry:
+            t.timeout = None  # the host times calls out; here they run until cancelled
+        self.executor = Executor(
+            default_timeout=None,
+            max_threads=int(config.get("maxThreads", 256)),
+            abandon_threads=False,
+        )
+
+    def attach(self, session: Session) -> None:
+        session.inline_request_handlers["initialize"] = self.initialize
+        session.request_handlers["tools/call"] = self.call
+        session.request_handlers[HOOK] = self.hook
+        session.request_handlers[PREPARE] = self.prepare
+
+    def initialize(self, params: Any, ctx: RequestContext) -> dict[str, Any]:
+        if self.failure is not None:
+            raise self.failure
+        hooks = [
+            {
+                "index": i,
+                "kind": h.kind,
+                "name": h.name,
+                "tools": None if h.tools is None else sorted(h.tools),
+            }
+            for i, h in enumerate(self.hooks)
+        ]
+        return {
+            "protocolVersion": PROTOCOL,
+            "pid": os.getpid(),
+            "tools": self.definitions,
+            "hooks": hooks,
+            "watch": self.watch,
+        }
+
+    def _tool(self, params: Any) -> Tool:
+        name = params.get("name") if type(params) is dict else None
+        tool = self.registry.get(name) if type(name) is str else None
+        if tool is None:
+            raise JsonRpcError(INVALID_PARAMS, f"Unknown tool: {name}")
+        return tool
+
+    async def call(self, params: Any, rctx: RequestContext) -> dict[str, Any]:
+        tool = self._tool(params)
+        arguments = params.get("arguments") or {}
+        try:
+            checked = tool.check(arguments)
+            kwargs = checked.kwargs()
+        except ArgumentError as exc:
+            return error_result(format_argument_error(tool.name, exc.problems, arguments))
+        caps = params.get("capabilities")
+        channel = WorkerChannel(rctx, params.get("ref"), caps if type(caps) is dict else {})
+        ctx = ToolContext(params.get("callId", rctx.id), tool.name, self.env, channel)
+        return await self.executor.invoke(tool, kwargs, ctx, arguments=checked.arguments)
+
+    async def prepare(self, params: Any, rctx: RequestContext) -> dict[str, Any]:
+        tool = self._tool(params)
+        assert tool.prepare_arguments is not None
+        try:
+            return {"arguments": tool.prepare_arguments(params.get("arguments"))}
+        except Exception as exc:
+            raise JsonRpcError(TOOL_ERROR, _message(exc)) from None
+
+    async def hook(self, params: Any, rctx: RequestContext) -> dict[str, Any]:
+        index = params.get("hook")
+        if type(index) is not int or not 0 <= index < len(self.hooks):
+            raise JsonRpcError(INVALID_PARAMS, f"no hook {index!r}")
+        hook = self.hooks[index]
+        raw: dict[str, Any] = params.get("call") or {}
+        call = IncomingCall(raw["id"], raw["name"], raw["arguments"], raw.get("batchId"))
+        args = params.get("args")
+        caps = params.get("capabilities")
+        channel = WorkerChannel(rctx, params.get("ref"), caps if type(caps) is dict else {})
+        ctx = ToolContext(call.id, call.name, self.env, channel)
+        try:
+            if hook.kind == "before":
+                before = copy.deepcopy(args)
+                value = hook.fn(call, args, ctx)
+                if hasattr(value, "__await__"):
+                    value = await value
+                if isinstance(value, Block):
+                    return {"block": value.reason}
+                if value is None:
+                    return {} if args == before else {"arguments": args}
+                if type(value) is dict:
+                    return {"arguments": value}
+                return {"unusable": type(value).__name__}
+            view = ToolResult.from_wire(params.get("result") or {})
+            value = hook.fn(call, args, view, ctx)
+            if hasattr(value, "__await__"):
+                value = await value
+        except Exception as exc:
+            raise JsonRpcError(TOOL_ERROR, _message(exc)) from None
+        if value is None:
+            return {}
+        if not isinstance(value, ResultPatch):
+            return {"unusable": type(value).__name__}
+        patch: dict[str, Any] = {}
+        try:
+            if value.content is not NOT_GIVEN:
+                patch["content"] = None if value.content is None else to_wire_content(value.content)
+        except TypeError as exc:
+            return {"badContent": str(exc)}
+        for field, key in (
+            ("details", "details"),
+            ("is_error", "isError"),
+            ("terminate", "terminate"),
+        ):
+            given = getattr(value, field)
+            if given is not NOT_GIVEN:
+                patch[key] = given
+        return {"patch": patch}
+
+
+def _message(exc: BaseException) -> str:
+    try:
+        return str(exc) or type(exc).__name__
+    except Exception:
+        return type(exc).__name__
+
+
+def serve(config: dict[str, Any], read_fd: int, write_fd: int) -> None:
+    """Load the module, then serve the host on the two descriptors until it hangs up."""
+    worker = _Worker(config)
+
+    async def run() -> None:
+        session = Session(
+            FdReceiveStream(read_fd),
+            FdSendStream(write_fd),
+            framing="ndjson",
+            name="worker",
+            cancel_dialect="lsp",
+        )
+        worker.attach(session)
+        await session.serve()
+
+    anyio.run(run, backend="asyncio")

@@ -1,0 +1,89 @@
+"""A worker process: imports one tool module and serves its tools to the host.
+
+Started by the host (:mod:`.workers`) as ``python -P -m toolwire.host.worker CONFIG``,
+under bubblewrap when the sandbox is active. ``CONFIG`` is a JSON object:
+
+* ``spec``: the ``--tools`` file or module, or the entry point's name;
+* ``kind``: ``"tools"`` or ``"entry_point"``;
+* ``root``: the directory tools act in;
+* ``sysPath``: the host's import path (already cleared of the root);
+* ``maxThreads``: threads for synchronous handlers;
+* ``logLevel``: the stderr log threshold (a :mod:`logging` level name, lower case).
+
+The host is this process's client, over stdin/stdout, in newline-delimited JSON-RPC
+(:mod:`.workerwire`): ``initialize`` answers the module's tool definitions and hooks (or
+:data:`~.workerwire.IMPORT_FAILED`), ``tools/call`` runs one call. The host has already
+validated the arguments, run the approval and applies the call's timeout; here the handler
+runs without a timeout of its own and, when cancelled (``$/cancelRequest``), answers only
+once it has really stopped: a synchronous handler's thread is never abandoned, so the host
+can tell a handler that stops from one that will not (and then kills this process).
+
+The process ends when the host closes stdin, and with the host (``PR_SET_PDEATHSIG``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+
+def _take_over_stdio() -> tuple[int, int]:
+    """Protocol streams on private descriptors; fd 1 and ``sys.stdout`` go to stderr."""
+    proto_in = os.dup(0)
+    proto_out = os.dup(1)
+    os.dup2(2, 1)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    sys.stdout = sys.stderr
+    return proto_in, proto_out
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to SIGKILL this process when the host (its parent) dies."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+        import signal
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of ``python -m toolwire.host.worker CONFIG``; never returns."""
+    import json
+
+    args = sys.argv[1:] if argv is None else argv
+    config = json.loads(args[0])
+    _die_with_parent()
+    sys.path[:] = [p for p in config.get("sysPath", sys.path) if isinstance(p, str)]
+    read_fd, write_fd = _take_over_stdio()
+    import logging
+
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=getattr(logging, str(config.get("logLevel", "warning")).upper(), logging.WARNING),
+        format="toolwire-worker[%(process)d] %(levelname)s %(name)s: %(message)s",
+    )
+    import faulthandler
+
+    faulthandler.enable(sys.stderr)  # a crash in C code leaves a Python traceback behind
+    code = 0
+    try:
+        from ._workerside import serve
+
+        serve(config, read_fd, write_fd)
+    except BaseException:
+        logging.getLogger("toolwire.worker").exception("worker failed")
+        code = 1
+    finally:
+        sys.stderr.flush()
+    os._exit(code)
+
+
+if __name__ == "__main__":
+    main()

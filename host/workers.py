@@ -1,0 +1,898 @@
+"""Tool modules in worker processes (``toolwire serve --isolation process``, the default).
+
+Each ``--tools`` module and each ``toolwire.tools`` entry point gets a :class:`WorkerPool`:
+up to ``--workers`` child processes (:mod:`.worker`) that import the module and serve its
+tools to the host over a pipe pair, in JSON-RPC on :class:`toolwire.session.Session`
+(the host is their client, :mod:`.workerwire`). The host registers a stand-in
+:class:`~.definition.Tool` for every tool a worker reports: the definition as the module
+declared it, validation against its input schema, hooks, approval, the mutation queue and
+the timeout all stay in the host; only the handler (and the module's hooks and
+``prepare_arguments``) run in the worker.
+
+What a worker's failure costs (protocol.md §12):
+
+* a worker that dies (a signal, ``os._exit``, the memory limit) fails the calls it had in
+  flight with an error result naming what happened; the next call starts a new worker,
+  after a pause that doubles with each death in a row (:data:`RESTART_BACKOFF`);
+* a call that times out or is cancelled is answered at once; when its handler has not
+  stopped :data:`STOP_GRACE` seconds later, the worker is killed (and restarted);
+* a module that no longer imports when a worker starts is reported once (stderr and a
+  ``notifications/message``) and its tools fail with that reason until it imports again.
+
+Workers run under bubblewrap when the sandbox is active, with the policy commands get
+(SECURITY.md "Worker processes").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+
+from toolwire.errors import CONNECTION_CLOSED, JsonRpcError
+from toolwire.session import RequestContext, Session
+from toolwire.streams import FdReceiveStream, FdSendStream
+
+from .arguments import Arguments
+from .context import ToolContext
+from .definition import Tool
+from .hooks import Block, IncomingCall, ResultPatch, after_tool_call, before_tool_call
+from .registry import Registry
+from .results import ToolError, WireResult
+from .rounds import InputNeeded
+from .sandbox import Sandbox, child_pid_from_info, reap_orphan
+from .schema import ArgumentSchema
+from .workerwire import (
+    ASK,
+    HOOK,
+    IMPORT_FAILED,
+    INPUT_NEEDED,
+    LOG,
+    PREPARE,
+    PROTOCOL,
+    TOOL_ERROR,
+    WORKER_MODULE,
+)
+
+__all__ = [
+    "RESTART_BACKOFF",
+    "START_TIMEOUT",
+    "STOP_GRACE",
+    "ModuleSpec",
+    "WorkerPool",
+    "WorkerStartError",
+    "Workers",
+]
+
+log = logging.getLogger("toolwire.workers")
+
+STOP_GRACE = 0.5
+"""Seconds a cancelled or timed-out handler has to stop before its worker is killed."""
+
+START_TIMEOUT = 60.0
+"""Seconds a worker may take to import its module and answer ``initialize``."""
+
+RESTART_BACKOFF = (0.0, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0)
+"""Pause before starting a worker after 0, 1, 2, ... deaths in a row (seconds)."""
+
+HEALTHY_SECONDS = 10.0
+"""A worker that lived this long resets the count of deaths in a row."""
+
+
+@dataclass(frozen=True)
+class ModuleSpec:
+    """One tool module served by workers.
+
+    Attributes:
+        spec: the ``--tools`` file or module name, or the entry point's name.
+        kind: "tools" or "entry_point".
+    """
+
+    spec: str
+    kind: str = "tools"
+
+    @property
+    def label(self) -> str:
+        """How messages name the module."""
+        return f"entry point {self.spec}" if self.kind == "entry_point" else self.spec
+
+
+class WorkerStartError(Exception):
+    """A worker did not start.
+
+    Attributes:
+        import_failed: the module itself failed to import (not worth retrying until it
+            changes); False for a process that could not start or died while starting.
+        traceback: the import's traceback text, when there is one.
+    """
+
+    def __init__(self, message: str, *, import_failed: bool, traceback: str = "") -> None:
+        super().__init__(message)
+        self.import_failed = import_failed
+        self.traceback = traceback
+
+
+def describe_status(returncode: int, sandboxed: bool) -> str:
+    """What a worker's exit status means, e.g. ``killed by signal 11 (SIGSEGV)``.
+
+    Under bubblewrap the process seen is bubblewrap, which exits with 128 + N when the
+    worker was killed by signal N.
+    """
+    signum = -returncode if returncode < 0 else 0
+    if sandboxed and returncode > 128:
+        signum = returncode - 128
+    if signum:
+        try:
+            name = signal.Signals(signum).name
+        except ValueError:
+            name = f"signal {signum}"
+        return f"killed by signal {signum} ({name})"
+    return f"exit code {returncode}"
+
+
+class _LiveCalls:
+    """Calls in flight in some worker, by the reference the worker knows them by."""
+
+    def __init__(self) -> None:
+        self._next = 0
+        self.contexts: dict[int, ToolContext] = {}
+
+    def add(self, ctx: ToolContext) -> int:
+        self._next += 1
+        self.contexts[self._next] = ctx
+        return self._next
+
+    def remove(self, ref: int) -> None:
+        self.contexts.pop(ref, None)
+
+
+class WorkerProcess:
+    """One worker process and the session with it.
+
+    Attributes:
+        number: its number within the pool (1, 2, ...), for messages.
+        in_flight: requests sent to it and not yet answered.
+        pid: the process id (bubblewrap's when sandboxed).
+        info: the worker's ``initialize`` answer once started.
+    """
+
+    def __init__(self, pool: WorkerPool, number: int) -> None:
+        self.pool = pool
+        self.number = number
+        self.in_flight = 0
+        self.pid = 0
+        self.info: dict[str, Any] = {}
+        self.session: Session | None = None
+        self.ready = anyio.Event()
+        self.exited = anyio.Event()
+        self.start_error: WorkerStartError | None = None
+        self.stop_reason: str | None = None
+        self.returncode: int | None = None
+        self.started_at = time.monotonic()
+        self.retiring = False
+        self.unsettled = 0
+        """Cancelled calls not yet answered: until they are, no new call is sent here."""
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._pidfd: int | None = None
+        self._info_r = -1
+        self._wrapped: Any = None
+
+    @property
+    def alive(self) -> bool:
+        """Started (or starting) and not yet gone."""
+        return self.start_error is None and not self.exited.is_set() and self.stop_reason is None
+
+    def _argv_env(self) -> tuple[list[str], dict[str, str], tuple[int, ...]]:
+        workers = self.pool.workers_owner
+        config = {
+            "spec": self.pool.module.spec,
+            "kind": self.pool.module.kind,
+            "root": str(workers.root),
+            "sysPath": workers.sys_path,
+            "maxThreads": workers.max_threads,
+            "logLevel": workers.log_level,
+        }
+        argv = [sys.executable, "-P", "-m", WORKER_MODULE, json.dumps(config)]
+        sandbox = workers.sandbox
+        base = os.environ if sandbox is None else sandbox.environment(os.environ, {})
+        env = dict(base)
+        env["PYTHONSAFEPATH"] = "1"
+        if sandbox is None or not sandbox.active:
+            if sandbox is not None and sandbox.settings.mode != "none":
+                wrapped = sandbox.wrap(
+                    argv, root=workers.root, cwd=workers.root, env=env, skip_limits=("cpu_seconds",)
+                )
+                return wrapped.argv, wrapped.env, ()
+            return argv, env, ()
+        info_r, info_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+        self._info_r = info_r
+        try:
+            wrapped = sandbox.wrap(
+                argv,
+                root=workers.root,
+                cwd=workers.root,
+                env=env,
+                info_fd=info_w,
+                extra_ro=self.pool.visible_paths(),
+                skip_limits=("cpu_seconds",),
+            )
+        except BaseException:
+            os.close(info_w)
+            raise
+        self._wrapped = wrapped
+        self._info_w = info_w
+        return wrapped.argv, wrapped.env, wrapped.pass_fds
+
+    async def start(self, tg: TaskGroup) -> None:
+        """Start the process and wait for its ``initialize`` answer.
+
+        Raises:
+            WorkerStartError: it could not start, died, or its module did not import.
+        """
+        try:
+            await self._start(tg)
+        except WorkerStartError as exc:
+            self.start_error = exc
+            self.kill("it did not start")
+            raise
+        finally:
+            self.ready.set()
+
+    async def _start(self, tg: TaskGroup) -> None:
+        workers = self.pool.workers_owner
+        began = time.monotonic()
+        to_worker_r, to_worker_w = os.pipe2(os.O_CLOEXEC)
+        from_worker_r, from_worker_w = os.pipe2(os.O_CLOEXEC)
+        try:
+            argv, env, pass_fds = self._argv_env()
+            self._proc = subprocess.Popen(
+                argv,
+                stdin=to_worker_r,
+                stdout=from_worker_w,
+                stderr=None,
+                cwd=str(workers.root),
+                env=env,
+                close_fds=True,
+                pass_fds=pass_fds,
+            )
+        except OSError as exc:
+            for fd in (to_worker_w, from_worker_r):
+                os.close(fd)
+            raise WorkerStartError(
+                f"its worker process could not start: {exc}", import_failed=False
+            ) from None
+        finally:
+            os.close(to_worker_r)
+            os.close(from_worker_w)
+            if self._wrapped is not None:
+                self._wrapped.close_fds()
+                os.close(self._info_w)
+        self.pid = self._proc.pid
+        with contextlib.suppress(AttributeError, OSError):
+            self._pidfd = os.pidfd_open(self.pid)
+        session = Session(
+            FdReceiveStream(from_worker_r),
+            FdSendStream(to_worker_w),
+            framing="ndjson",
+            max_message_size=workers.max_message_size,
+            cancel_dialect="lsp",
+            name=f"worker {self.pool.module.label} #{self.number}",
+        )
+        session.request_handlers[ASK] = workers.answer_ask
+        self.session = session
+        tg.start_soon(self._serve, session)
+        tg.start_soon(self._watch_exit)
+        try:
+            with anyio.fail_after(START_TIMEOUT):
+                info = await session.request("initialize", {"protocolVersion": PROTOCOL})
+        except JsonRpcError as exc:
+            if exc.code == IMPORT_FAILED:
+                data = exc.data if isinstance(exc.data, dict) else {}
+                raise WorkerStartError(
+                    exc.message, import_failed=True, traceback=str(data.get("traceback", ""))
+                ) from None
+            what = await self.death()
+            raise WorkerStartError(
+                f"its worker process {what} while starting", import_failed=False
+            ) from None
+        except TimeoutError:
+            raise WorkerStartError(
+                f"its worker process did not start within {START_TIMEOUT:g} s", import_failed=False
+            ) from None
+        self.info = info if isinstance(info, dict) else {}
+        log.info(
+            "worker %s #%d ready in %.0f ms (pid %d)",
+            self.pool.module.label,
+            self.number,
+            (time.monotonic() - began) * 1000,
+            self.pid,
+        )
+
+    async def _serve(self, session: Session) -> None:
+        await session.serve()
+        # The worker closed its end: it is gone or going; make sure of it.
+        if not self.exited.is_set():
+            with anyio.move_on_after(1.0):
+                await self.exited.wait()
+            if not self.exited.is_set():
+                self.kill("it stopped answering")
+
+    async def _watch_exit(self) -> None:
+        proc = self._proc
+        assert proc is not None
+        if self._pidfd is not None:
+            await anyio.wait_readable(self._pidfd)
+        else:
+            while proc.poll() is None:
+                await anyio.sleep(0.05)
+        self.returncode = proc.wait()
+        self._cleanup()
+        self.exited.set()
+        if self.session is not None:
+            self.session.close()
+        self.pool.worker_gone(self)
+
+    def _cleanup(self) -> None:
+        if self._pidfd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._pidfd)
+            self._pidfd = None
+        if self._info_r >= 0:
+            try:
+                data = os.read(self._info_r, 4096)
+            except OSError:
+                data = b""
+            os.close(self._info_r)
+            self._info_r = -1
+            child = child_pid_from_info(data)
+            if child is not None:
+                reap_orphan(child, wait=0.2)
+        if self._wrapped is not None:
+            Sandbox.cleanup(self._wrapped)
+            self._wrapped = None
+
+    def kill(self, reason: str) -> None:
+        """SIGKILL the worker (its calls in flight fail with ``reason``)."""
+        if self.stop_reason is None:
+            self.stop_reason = reason
+        proc = self._proc
+        if proc is not None and proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                proc.send_signal(signal.SIGKILL)
+        if self.session is not None:
+            self.session.close()
+
+    def close(self) -> None:
+        """Let the worker finish: close its stdin (it exits at end of input)."""
+        if self.session is not None:
+            self.session.close()
+
+    async def death(self) -> str:
+        """What ended this worker, once it has ended (killed if not gone within 2 s)."""
+        with anyio.move_on_after(2.0):
+            await self.exited.wait()
+        if not self.exited.is_set():
+            self.kill("it stopped answering")
+            await self.exited.wait()
+        if self.stop_reason is not None:
+            return f"was stopped because {self.stop_reason}"
+        sandboxed = self._info_r >= 0 or self._wrapped is not None or self.pool.sandboxed
+        return f"died ({describe_status(self.returncode or 0, sandboxed)})"
+
+    def watch_abandoned(self, answered: anyio.Event) -> None:
+        """A call in this worker was cancelled: kill the worker unless the call stops
+        within :data:`STOP_GRACE` seconds."""
+        self.unsettled += 1
+        self.pool.workers_owner.spawn(self._enforce_stop, answered)
+
+    async def _enforce_stop(self, answered: anyio.Event) -> None:
+        try:
+            with anyio.move_on_after(STOP_GRACE):
+                await answered.wait()
+        finally:
+            self.unsettled -= 1
+        if not answered.is_set() and self.alive:
+            log.warning(
+                "worker %s #%d: a cancelled call did not stop within %g s; killing it",
+                self.pool.module.label,
+                self.number,
+                STOP_GRACE,
+            )
+            self.kill(f"a call in it did not stop within {STOP_GRACE:g} s of being cancelled")
+
+
+class WorkerPool:
+    """The workers of one tool module: started on demand up to ``size``, restarted
+    after a death with a growing pause.
+
+    Attributes:
+        module: the module served.
+        size: at most this many workers at once.
+        tools: the stand-in tools registered for the module (by name).
+        unavailable: why the module cannot serve calls now (it failed to import).
+    """
+
+    def __init__(self, owner: Workers, module: ModuleSpec, size: int) -> None:
+        self.workers_owner = owner
+        self.module = module
+        self.size = max(1, size)
+        self.workers: list[WorkerProcess] = []
+        self.tools: dict[str, Tool] = {}
+        self.unavailable: str | None = None
+        self._numbers = 0
+        self._deaths = 0
+        self._not_before = 0.0
+        self.sandboxed = owner.sandbox is not None and owner.sandbox.active
+
+    def visible_paths(self) -> list[str]:
+        """Host paths the worker must see read-only: the module file's directory, or
+        the directory a top-level module or package lives in."""
+        spec = self.module.spec
+        if self.module.kind == "tools" and (spec.endswith(".py") or os.path.isfile(spec)):
+            return [os.path.dirname(os.path.realpath(spec))]
+        import importlib.util
+
+        top = spec.split(".", 1)[0] if self.module.kind == "tools" else ""
+        if not top:
+            return []
+        try:
+            found = importlib.util.find_spec(top)  # a top-level name imports nothing
+        except (ImportError, ValueError):
+            return []
+        if found is None:
+            return []
+        if found.submodule_search_locations:
+            return [os.path.realpath(p) for p in found.submodule_search_locations]
+        if found.origin and os.path.isabs(found.origin):
+            return [os.path.realpath(found.origin)]
+        return []
+
+    async def start_first(self) -> WorkerProcess:
+        """Start the pool's first worker (at host start-up or after a reload).
+
+        Raises:
+            WorkerStartError: see :meth:`WorkerProcess.start`.
+        """
+        worker = self._new_worker()
+        await self._start(worker)
+        return worker
+
+    def _new_worker(self) -> WorkerProcess:
+        self._numbers += 1
+        worker = WorkerProcess(self, self._numbers)
+        self.workers.append(worker)
+        return worker
+
+    async def _start(self, worker: WorkerProcess) -> None:
+        try:
+            await worker.start(self.workers_owner.task_group)
+        except WorkerStartError:
+            if worker in self.workers:
+                self.workers.remove(worker)
+            raise
+
+    def worker_gone(self, worker: WorkerProcess) -> None:
+        """Called when a worker's process has exited."""
+        if worker in self.workers:
+            self.workers.remove(worker)
+        if worker.retiring or worker.start_error is not None:
+            return
+        lived = time.monotonic() - worker.started_at
+        if lived >= HEALTHY_SECONDS:
+            self._deaths = 0
+        self._deaths += 1
+        pause = RESTART_BACKOFF[min(self._deaths - 1, len(RESTART_BACKOFF) - 1)]
+        self._not_before = time.monotonic() + pause
+        if self.workers_owner.closing:
+            return
+        log.warning(
+            "worker %s #%d %s",
+            self.module.label,
+            worker.number,
+            (worker.stop_reason and f"was stopped: {worker.stop_reason}")
+            or f"died ({describe_status(worker.returncode or 0, self.sandboxed)})",
+        )
+
+    async def acquire(self) -> WorkerProcess:
+        """A worker for one more request (its ``in_flight`` already counted).
+
+        Prefers an idle worker; starts another while every worker is busy and the pool
+        is below its size; else the least busy one.
+
+        Raises:
+            ToolError: the module is unavailable or no worker could start.
+        """
+        if self.unavailable is not None:
+            raise ToolError(self.unavailable)
+        alive = [w for w in self.workers if w.alive and not w.unsettled]
+        pick: WorkerProcess | None = None
+        if alive:
+            pick = min(alive, key=lambda w: (w.in_flight, not w.ready.is_set()))
+        if pick is None or (pick.in_flight > 0 and len(alive) < self.size):
+            pick = self._new_worker()
+            pick.in_flight += 1
+            try:
+                wait = self._not_before - time.monotonic()
+                if wait > 0:
+                    await anyio.sleep(wait)
+                await self._start(pick)
+            except WorkerStartError as exc:
+                pick.in_flight -= 1
+                if exc.import_failed:
+                    self.workers_owner.module_broken(self, exc)
+                    raise ToolError(self.unavailable or str(exc)) from None
+                raise ToolError(f"{self.module.label}: {exc}") from None
+            except BaseException:
+                pick.in_flight -= 1
+                pick.kill("the call that started it was cancelled")
+                raise
+            return pick
+        pick.in_flight += 1
+        if not pick.ready.is_set():
+            await pick.ready.wait()
+            if pick.start_error is not None:
+                pick.in_flight -= 1
+                raise ToolError(f"{self.module.label}: {pick.start_error}")
+        return pick
+
+    async def request(
+        self,
+        method: str,
+        params: dict[str, Any],
+        ctx: ToolContext | None,
+        tool_name: str,
+    ) -> Any:
+        """Send one request to a worker of this pool, forwarding the call's progress and
+        log records to ``ctx``'s channel.
+
+        Raises:
+            ToolError: the worker died or was stopped meanwhile, or the module is
+                unavailable; the message says which.
+            JsonRpcError: the worker's own error answer.
+        """
+        worker = await self.acquire()
+        owner = self.workers_owner
+        ref = owner.live.add(ctx) if ctx is not None else 0
+        params["ref"] = ref
+        listener = _listener(ctx) if ctx is not None else None
+        try:
+            assert worker.session is not None
+            return await worker.session.request(
+                method, params, on_progress=listener, on_abandon=worker.watch_abandoned
+            )
+        except JsonRpcError as exc:
+            if exc.code != CONNECTION_CLOSED:
+                raise
+            what = await worker.death()
+            raise ToolError(f'Tool "{tool_name}" failed: its worker process {what}') from None
+        finally:
+            worker.in_flight -= 1
+            if ref:
+                owner.live.remove(ref)
+            if worker.retiring and worker.in_flight == 0:
+                worker.close()
+
+    async def call(self, name: str, arguments: dict[str, Any], ctx: ToolContext) -> WireResult:
+        """Run one call of tool ``name`` in a worker; its wire result."""
+        params: dict[str, Any] = {
+            "name": name,
+            "arguments": arguments,
+            "callId": ctx.call_id,
+            "capabilities": ctx.client_capabilities,
+        }
+        try:
+            result = await self.request("tools/call", params, ctx, name)
+        except JsonRpcError as exc:
+            raise ToolError(f'Tool "{name}" failed in its worker process: {exc.message}') from None
+        if type(result) is not dict:
+            raise ToolError(f'Tool "{name}" failed: its worker process answered {result!r}')
+        return WireResult(result)
+
+    def retire(self) -> None:
+        """Stop using this pool's workers; each exits once its calls in flight finish."""
+        for worker in list(self.workers):
+            worker.retiring = True
+            if worker.in_flight == 0:
+                worker.close()
+
+
+def _listener(ctx: ToolContext) -> Callable[[str, dict[str, Any]], None]:
+    channel = ctx.channel
+
+    def listen(method: str, params: dict[str, Any]) -> None:
+        if method == "notifications/progress":
+            progress = params.get("progress")
+            total = params.get("total")
+            message = params.get("message")
+            if isinstance(progress, (int, float)):
+                channel.progress(
+                    progress,
+                    total if isinstance(total, (int, float)) else None,
+                    message if isinstance(message, str) else None,
+                )
+        elif method == LOG:
+            level = params.get("level")
+            logger = params.get("logger")
+            if isinstance(level, str):
+                channel.log(level, params.get("data"), logger if isinstance(logger, str) else None)
+
+    return listen
+
+
+def remote_tool(pool: WorkerPool, description: dict[str, Any]) -> Tool:
+    """The host's stand-in for one tool a worker serves: its definition as the module
+    declared it, a handler that runs the call in the pool.
+
+    Raises:
+        ValueError: the worker's description is malformed.
+    """
+    d = description.get("definition")
+    if not isinstance(d, dict) or not isinstance(d.get("name"), str):
+        raise ValueError(f"malformed tool description from {pool.module.label}")
+    name: str = d["name"]
+    schema = d.get("inputSchema")
+    if not isinstance(schema, dict):
+        raise ValueError(f"tool {name!r} from {pool.module.label} has no input schema")
+
+    async def handler(arguments: dict[str, Any], ctx: ToolContext) -> WireResult:
+        return await pool.call(name, arguments, ctx)
+
+    prepare: Callable[[Any], Awaitable[Any]] | None = None
+    if description.get("prepareArguments"):
+
+        async def prepare(arguments: Any) -> Any:
+            try:
+                out = await pool.request(
+                    PREPARE, {"name": name, "arguments": arguments}, None, name
+                )
+            except JsonRpcError as exc:
+                raise ToolError(exc.message) from None
+            return out.get("arguments") if isinstance(out, dict) else None
+
+    t = Tool(
+        name=name,
+        description=str(d.get("description", "")),
+        input_schema=schema,
+        handler=handler,
+        is_async=True,
+        validator=Arguments(ArgumentSchema(schema), "schema", param="arguments"),
+        context_param="ctx",
+        output_schema=d.get("outputSchema"),
+        annotations=d.get("annotations"),
+        title=d.get("title"),
+        timeout=description.get("timeout"),
+        mutates=tuple(description.get("mutates") or ()),
+        execution_mode=str(description.get("executionMode", "parallel")),
+        meta=d.get("_meta"),
+        prepare_arguments=prepare,
+    )
+    t._definition = d
+    return t
+
+
+def remote_hook(pool: WorkerPool, info: dict[str, Any]) -> Callable[..., Awaitable[Any]]:
+    """The host's stand-in for one hook of a worker's module (same kind, tools, name)."""
+    index = info["index"]
+    kind = info["kind"]
+
+    async def run(call: IncomingCall, args: dict[str, Any], *rest: Any) -> Any:
+        ctx: ToolContext = rest[-1]
+        params: dict[str, Any] = {
+            "hook": index,
+            "call": {
+                "id": call.id,
+                "name": call.name,
+                "arguments": call.arguments,
+                "batchId": call.batch_id,
+            },
+            "args": args,
+            "capabilities": ctx.client_capabilities,
+        }
+        if kind == "after":
+            params["result"] = rest[0].to_wire()
+        try:
+            out = await pool.request(HOOK, params, ctx, call.name)
+        except JsonRpcError as exc:
+            raise ToolError(exc.message) from None
+        out = out if isinstance(out, dict) else {}
+        if "block" in out:
+            return Block(out["block"])
+        if "arguments" in out:
+            if kind == "before" and out["arguments"] is not args and type(args) is dict:
+                # The hook changed the arguments in place or returned new ones.
+                args.clear()
+                args.update(out["arguments"])
+            return None
+        if "unusable" in out:
+            return type(str(out["unusable"]), (), {})()
+        if "badContent" in out:
+            return _BadPatch(str(out["badContent"]))
+        if "patch" in out:
+            patch = out["patch"]
+            fields: dict[str, Any] = {}
+            for key, field in (
+                ("content", "content"),
+                ("details", "details"),
+                ("isError", "is_error"),
+                ("terminate", "terminate"),
+            ):
+                if key in patch:
+                    fields[field] = patch[key]
+            return ResultPatch(**fields)
+        return None
+
+    run.__qualname__ = str(info.get("name", "hook"))
+    tools = info.get("tools")
+    mark = before_tool_call if kind == "before" else after_tool_call
+    return mark(tools=None if tools is None else list(tools))(run)
+
+
+@dataclass(frozen=True)
+class _BadPatch(ResultPatch):
+    message: str = ""
+
+    def apply(self, result: Any) -> Any:
+        raise TypeError(self.message)
+
+
+class Workers:
+    """Every worker pool of one host, the calls in flight in them, and their tools.
+
+    Args:
+        registry: where the modules' stand-in tools and hooks are registered.
+        root: the directory tools act in.
+        sandbox: the host's sandbox (workers run in it when it is active).
+        size: workers per module at most (``--workers``).
+        max_threads: threads for synchronous handlers, per worker.
+        max_message_size: largest message accepted from a worker, in bytes.
+        log_level: the workers' stderr log threshold.
+        notify: ``notify(level, text)`` sends a log record to the client (None: stderr only).
+    """
+
+    def __init__(
+        self,
+        registry: Registry,
+        root: os.PathLike[str] | str,
+        sandbox: Sandbox | None,
+        *,
+        size: int,
+        max_threads: int = 256,
+        max_message_size: int = 64 * 1024 * 1024,
+        log_level: str = "warning",
+        notify: Callable[[str, str], None] | None = None,
+    ) -> None:
+        self.registry = registry
+        self.root = os.path.realpath(root)
+        self.sandbox = sandbox
+        self.size = size
+        self.max_threads = max_threads
+        self.max_message_size = max_message_size
+        self.log_level = log_level
+        self.notify = notify
+        self.sys_path = list(sys.path)
+        self.pools: list[WorkerPool] = []
+        self.live = _LiveCalls()
+        self.closing = False
+        self._tg: TaskGroup | None = None
+
+    @property
+    def task_group(self) -> TaskGroup:
+        """The task group the workers' sessions run in (inside :meth:`running`)."""
+        assert self._tg is not None, "Workers used outside running()"
+        return self._tg
+
+    def spawn(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
+        """Run ``fn(*args)`` in the workers' task group."""
+        if self._tg is not None and not self.closing:
+            self._tg.start_soon(fn, *args)
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> Any:
+        """Own the workers for the body of ``async with``; on exit every worker is told
+        to finish and killed if it has not within a moment."""
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            try:
+                yield self
+            finally:
+                self.closing = True
+                for pool in self.pools:
+                    for worker in list(pool.workers):
+                        worker.kill("the host is shutting down")
+                tg.cancel_scope.cancel()
+
+    async def add_modules(self, modules: Sequence[ModuleSpec], *, strict: bool) -> None:
+        """Start one worker per module (concurrently) and register their tools and hooks.
+
+        Args:
+            modules: the modules.
+            strict: raise for a module that does not start (``--tools``); else log it and
+                go on (entry points: one broken plugin never stops the host).
+
+        Raises:
+            WorkerStartError: (``strict``) the first module that did not start; its
+                message names the module.
+        """
+        pools = [WorkerPool(self, m, self.size) for m in modules]
+        failures: list[tuple[WorkerPool, WorkerStartError]] = []
+
+        async def start(pool: WorkerPool) -> None:
+            try:
+                await pool.start_first()
+            except WorkerStartError as exc:
+                failures.append((pool, exc))
+
+        async with anyio.create_task_group() as tg:
+            for pool in pools:
+                tg.start_soon(start, pool)
+        failed = {id(p) for p, _ in failures}
+        if failures and strict:
+            pool, exc = failures[0]
+            for p in pools:
+                for w in p.workers:
+                    w.kill("the host did not start")
+            detail = f"\n{exc.traceback.rstrip()}" if exc.traceback else ""
+            raise WorkerStartError(
+                f"{pool.module.label}: {exc}{detail}", import_failed=exc.import_failed
+            )
+        for pool, exc in failures:
+            log.error("%s failed to load in its worker process: %s", pool.module.label, exc)
+        for pool in pools:
+            if id(pool) in failed:
+                continue
+            self.register(pool, pool.workers[0].info)
+            self.pools.append(pool)
+
+    def register(self, pool: WorkerPool, info: dict[str, Any]) -> None:
+        """Register the tools and hooks a worker of ``pool`` reported.
+
+        Raises:
+            ToolDefinitionError: a tool name is taken already.
+        """
+        for description in info.get("tools") or []:
+            t = remote_tool(pool, description)
+            self.registry.add(t)
+            pool.tools[t.name] = t
+        for hook in info.get("hooks") or []:
+            self.registry.add_hook(remote_hook(pool, hook))
+
+    def module_broken(self, pool: WorkerPool, exc: WorkerStartError) -> None:
+        """A restarted worker's module no longer imports: say so once, fail its calls."""
+        first = pool.unavailable is None
+        pool.unavailable = (
+            f"The tools of {pool.module.label} are unavailable: the module failed to import"
+            f" in a new worker process: {exc}"
+        )
+        if first:
+            log.error("%s%s", pool.unavailable, f"\n{exc.traceback}" if exc.traceback else "")
+            if self.notify is not None:
+                self.notify("error", pool.unavailable)
+
+    async def answer_ask(self, params: Any, rctx: RequestContext) -> Any:
+        """A worker's tool asks the client (:data:`~.workerwire.ASK`)."""
+        ref = params.get("ref") if type(params) is dict else None
+        ctx = self.live.contexts.get(ref) if type(ref) is int else None
+        if ctx is None:
+            raise JsonRpcError(TOOL_ERROR, "the call that asked has ended")
+        method = params.get("method")
+        ask_params = params.get("params")
+        key = params.get("key")
+        if not isinstance(method, str) or not isinstance(key, str) or type(ask_params) is not dict:
+            raise JsonRpcError(TOOL_ERROR, "malformed question from a worker process")
+        try:
+            return await ctx.channel.ask(method, ask_params, key)
+        except InputNeeded:
+            raise JsonRpcError(INPUT_NEEDED, "input required") from None
+        except (ToolError, KeyError) as exc:
+            raise JsonRpcError(TOOL_ERROR, str(exc)) from None
