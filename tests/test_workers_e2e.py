@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import queue
+import re
 import signal
 import time
 from pathlib import Path
@@ -19,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from tests.e2e_helpers import PROMPT, exits_within
-from tests.hostproc import HostProcess
+from tests.e2e_helpers import PROMPT, exits_within, wait_until
+from tests.hostproc import REPO, HostProcess
 from tests.workers_support import (
     ISOLATIONS,
     WORKER_TOOLS,
@@ -451,3 +452,108 @@ def test_a_module_failing_at_import_stops_the_host_at_start(
         # module raises while imported (tests/test_e2e_tools.py); code 2 is for missing
         # files and invalid declarations
         assert code != 0, (code, h.stderr)
+
+
+@pytest.mark.parametrize("isolation", ISOLATIONS)
+def test_a_relative_tools_path_is_read_from_the_hosts_working_directory(
+    tmp_path: Path, isolation: str
+) -> None:
+    # the host runs in the repository, the root is elsewhere: the path is the user's,
+    # relative to where they started the host (as with --isolation none)
+    relative = os.path.relpath(WORKER_TOOLS, REPO)
+    with worker_host(tmp_path, isolation, tools=[relative]) as h:
+        r = h.call("hello", timeout=PROMPT)["result"]
+        assert r == {"content": [{"type": "text", "text": "hello world"}]}, r
+
+
+# ---------------------------------------------------------------------------- worker lifetime
+
+_READY = re.compile(r"worker (\S+) #(\d+) ready in (\d+) ms \(pid (\d+)\)")
+
+
+def _ready_pids(h: HostProcess, count: int = 1) -> list[int]:
+    """Pids from the host's ``worker ... ready`` log lines, once ``count`` are there."""
+    found = wait_until(
+        lambda: (m := _READY.findall(h.stderr)) and len(m) >= count and m,
+        PROMPT,
+        f"{count} 'worker ... ready' log line(s)",
+    )
+    return [int(pid) for *_, pid in found]
+
+
+def _workers_of(root: Path) -> list[int]:
+    """Live processes whose command line names the worker module and ``root``."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().decode(errors="replace")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if "toolwire.host.worker" in cmdline and str(root) in cmdline and state != "Z":
+            pids.append(int(entry.name))
+    return pids
+
+
+def test_the_host_logs_each_worker_it_starts(tmp_path: Path) -> None:
+    with worker_host(tmp_path, "process", ["--log-level", "info"]) as h:
+        (pid,) = _ready_pids(h)
+        assert pid != h.proc.pid
+        assert "worker_tools" in _READY.findall(h.stderr)[0][0], h.stderr
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        assert b"toolwire.host.worker" in cmdline, cmdline
+
+
+def test_a_worker_killed_from_outside_costs_its_calls(tmp_path: Path) -> None:
+    with worker_host(tmp_path, "process", ["--workers", "1", "--log-level", "info"]) as h:
+        (pid,) = _ready_pids(h)
+        h.send(call_msg("slow", "hold", {"seconds": 60}, token="slow"))
+        _started(h, "slow")
+        os.kill(pid, signal.SIGKILL)
+        r = h.recv_response("slow", timeout=PROMPT)["result"]
+        assert r.get("isError") is True, r
+        text = text_of_result(r)
+        assert "worker process died" in text and "signal 9" in text, text
+        _ping(h)
+        assert text_of_result(h.call("hello", timeout=PROMPT)["result"]) == "hello world"
+
+
+@pytest.mark.parametrize("how", ["eof", "sigterm", "sigkill"])
+def test_workers_end_with_the_host(tmp_path: Path, how: str) -> None:
+    with worker_host(tmp_path, "process", ["--workers", "2"]) as h:
+        # two workers, one of them busy in a call that would last a minute
+        h.send(call_msg("c1", "count", {"hold_seconds": 0.5}))
+        h.send(call_msg("c2", "count", {"hold_seconds": 0.5}))
+        h.recv_response("c1", timeout=PROMPT)
+        h.recv_response("c2", timeout=PROMPT)
+        h.send(call_msg("slow", "hold", {"seconds": 60}, token="slow"))
+        _started(h, "slow")
+        assert _workers_of(tmp_path), "no worker process found by its command line"
+        if how == "eof":
+            h.close_stdin()
+        else:
+            h.proc.send_signal(signal.SIGTERM if how == "sigterm" else signal.SIGKILL)
+        exits_within(h)
+        wait_until(lambda: not _workers_of(tmp_path), PROMPT, f"the workers to end ({how})")
+
+
+@pytest.mark.parametrize("isolation", ISOLATIONS)
+def test_isolation_from_the_config_file(tmp_path: Path, isolation: str) -> None:
+    config = tmp_path / "toolwire.toml"
+    config.write_text(f'[host]\nisolation = "{isolation}"\nworkers = 1\n')
+    args = [
+        "--config",
+        str(config),
+        "--root",
+        str(tmp_path),
+        "--no-builtins",
+        "--no-entry-points",
+        "--tools",
+        WORKER_TOOLS,
+    ]
+    with HostProcess(args) as h:
+        assert "result" in h.initialize(), h.stderr
+        info = data_of(h.call("import_info", timeout=PROMPT)["result"])
+        assert (info["import_pid"] == h.proc.pid) == (isolation == "none"), (info, h.proc.pid)
