@@ -15,7 +15,7 @@ __all__ = ["add_host_options", "spawn_command"]
 
 def add_host_options(p: argparse.ArgumentParser, *, approval: bool = False) -> None:
     """Add the options that say which host to spawn (``--root``, ``--tools``,
-    ``--no-builtins``, ``--server``; with ``approval`` also ``--approve`` and ``--yes``)
+    ``--no-builtins``, ``--isolation``, ``--workers``, ``--server``; with ``approval`` also ``--approve`` and ``--yes``)
     to a subcommand's parser."""
     g = p.add_argument_group("host")
     if approval:
@@ -44,6 +44,20 @@ def add_host_options(p: argparse.ArgumentParser, *, approval: bool = False) -> N
     )
     g.add_argument("--no-builtins", action="store_true", help="do not offer the built-in tools")
     g.add_argument(
+        "--isolation",
+        choices=["process", "none"],
+        default=None,
+        help="where the host runs --tools modules: in worker processes (default) or in "
+        "the host itself",
+    )
+    g.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        metavar="N",
+        help="worker processes per tool module at most (default: the number of cores)",
+    )
+    g.add_argument(
         "--server",
         metavar="COMMAND",
         help="talk to this MCP stdio server command instead of a toolwire host "
@@ -62,4 +76,8 @@ def spawn_command(ns: argparse.Namespace) -> list[str]:
     extra: list[str] = []
     for policy in getattr(ns, "approve", []):
         extra += ["--approve", policy]
+    if getattr(ns, "isolation", None) is not None:
+        extra += ["--isolation", ns.isolation]
+    if getattr(ns, "workers", None) is not None:
+        extra += ["--workers", str(ns.workers)]
     return host_command(root=ns.root, tools=ns.tools, builtins=not ns.no_builtins, extra_args=extra)

@@ -218,6 +218,8 @@ async def _load_modules(workers: Workers, config: HostConfig) -> None:
         raise StartupError(f"toolwire serve: --tools {exc}") from None
     except ToolDefinitionError as exc:
         raise StartupError(f"toolwire serve: --tools: {exc}") from None
+    if config.reload:
+        workers.spawn(workers.watch)
 
 
 async def _serve(session: Session, server: HostServer, guard: ProcessGuard | None) -> int:

@@ -236,6 +236,11 @@ class HookSet:
         hook = _Hook(kind, fn, names, getattr(fn, "__qualname__", repr(fn)))
         (self.before if kind == "before" else self.after).append(hook)
 
+    def remove(self, fn: Callable[..., Any]) -> None:
+        """Unregister every hook registered with ``fn`` (nothing when there is none)."""
+        self.before = [h for h in self.before if h.fn is not fn]
+        self.after = [h for h in self.after if h.fn is not fn]
+
     def before_for(self, tool_name: str) -> list[_Hook]:
         """The before hooks that apply to ``tool_name``."""
         return [h for h in self.before if h.applies(tool_name)]

@@ -224,26 +224,38 @@ def config_from_args(ns: argparse.Namespace) -> HostConfig:
     approval_timeout = ns.approval_timeout
     if approval_timeout is None:
         approval_timeout = float(tables["approval"].get("timeout", 120.0))
-    return HostConfig(
-        root=Path(pick(ns.root, "root", Path.cwd())),
-        tools=list(host.get("tools", [])) + list(ns.tools),
-        builtins=not ns.no_builtins and bool(host.get("builtins", True)),
-        entry_points=not ns.no_entry_points and bool(host.get("entry_points", True)),
-        framing=pick(ns.framing, "framing", "auto"),
-        log_level=pick(ns.log_level, "log_level", "warning"),
-        timeout=float(timeout) if timeout and float(timeout) > 0 else None,
-        max_message_size=int(
-            pick(ns.max_message_size, "max_message_size", DEFAULT_MAX_MESSAGE_SIZE)
-        ),
-        max_threads=int(pick(ns.max_threads, "max_threads", 256)),
-        page_size=max(1, int(pick(ns.page_size, "page_size", 500))),
-        sandbox=SandboxSettings.from_table(tables["sandbox"], ns.sandbox),
-        approve=[name.strip() for item in approve for name in str(item).split(",") if name.strip()],
-        approval_timeout=approval_timeout,
-        isolation=_isolation(pick(ns.isolation, "isolation", "process")),
-        workers=_workers(pick(ns.workers, "workers", os.cpu_count() or 1)),
-        reload=bool(pick(ns.reload, "reload", False)),
+    return _check(
+        HostConfig(
+            root=Path(pick(ns.root, "root", Path.cwd())),
+            tools=list(host.get("tools", [])) + list(ns.tools),
+            builtins=not ns.no_builtins and bool(host.get("builtins", True)),
+            entry_points=not ns.no_entry_points and bool(host.get("entry_points", True)),
+            framing=pick(ns.framing, "framing", "auto"),
+            log_level=pick(ns.log_level, "log_level", "warning"),
+            timeout=float(timeout) if timeout and float(timeout) > 0 else None,
+            max_message_size=int(
+                pick(ns.max_message_size, "max_message_size", DEFAULT_MAX_MESSAGE_SIZE)
+            ),
+            max_threads=int(pick(ns.max_threads, "max_threads", 256)),
+            page_size=max(1, int(pick(ns.page_size, "page_size", 500))),
+            sandbox=SandboxSettings.from_table(tables["sandbox"], ns.sandbox),
+            approve=[
+                name.strip() for item in approve for name in str(item).split(",") if name.strip()
+            ],
+            approval_timeout=approval_timeout,
+            isolation=_isolation(pick(ns.isolation, "isolation", "process")),
+            workers=_workers(pick(ns.workers, "workers", os.cpu_count() or 1)),
+            reload=bool(pick(ns.reload, "reload", False)),
+        )
     )
+
+
+def _check(config: HostConfig) -> HostConfig:
+    if config.reload and config.isolation != "process":
+        raise ValueError(
+            "--reload needs --isolation process (modules imported into the host cannot be unloaded)"
+        )
+    return config
 
 
 def _isolation(value: Any) -> Literal["process", "none"]:

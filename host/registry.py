@@ -78,6 +78,38 @@ class Registry:
         del self._tools[name]
         self._changed()
 
+    def swap(
+        self,
+        remove: Sequence[str],
+        add: Sequence[Tool],
+        *,
+        remove_hooks: Sequence[Callable[..., Any]] = (),
+        add_hooks: Sequence[Callable[..., Any]] = (),
+    ) -> None:
+        """Replace some tools and hooks at once, with one change notification (a
+        reloaded tool module, :mod:`toolwire.host.workers`). Nothing changes on error.
+
+        Raises:
+            ToolDefinitionError: a tool in ``add`` is invalid, or its name is taken by a
+                tool not in ``remove``.
+        """
+        gone = set(remove)
+        names: set[str] = set()
+        for t in add:
+            check_tool_name(t.name)
+            if (t.name in self._tools and t.name not in gone) or t.name in names:
+                raise ToolDefinitionError(f"A tool named {t.name!r} is already registered")
+            names.add(t.name)
+        for name in remove:
+            self._tools.pop(name, None)
+        for t in add:
+            self._tools[t.name] = t
+        for fn in remove_hooks:
+            self.hooks.remove(fn)
+        for fn in add_hooks:
+            self.hooks.add(fn)
+        self._changed()
+
     def get(self, name: str) -> Tool | None:
         """The tool called ``name``, or None."""
         return self._tools.get(name)

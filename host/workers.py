@@ -46,7 +46,7 @@ from toolwire.streams import FdReceiveStream, FdSendStream
 
 from .arguments import Arguments
 from .context import ToolContext
-from .definition import Tool
+from .definition import Tool, ToolDefinitionError
 from .hooks import Block, IncomingCall, ResultPatch, after_tool_call, before_tool_call
 from .registry import Registry
 from .results import ToolError, WireResult
@@ -430,6 +430,9 @@ class WorkerPool:
         self.workers: list[WorkerProcess] = []
         self.tools: dict[str, Tool] = {}
         self.unavailable: str | None = None
+        self.hooks: list[Callable[..., Any]] = []
+        self.watch_paths: list[str] = []
+        self.retired = False
         self._numbers = 0
         self._deaths = 0
         self._not_before = 0.0
@@ -471,6 +474,7 @@ class WorkerPool:
     def _new_worker(self) -> WorkerProcess:
         self._numbers += 1
         worker = WorkerProcess(self, self._numbers)
+        worker.retiring = self.retired
         self.workers.append(worker)
         return worker
 
@@ -601,10 +605,20 @@ class WorkerPool:
 
     def retire(self) -> None:
         """Stop using this pool's workers; each exits once its calls in flight finish."""
+        self.retired = True
         for worker in list(self.workers):
             worker.retiring = True
             if worker.in_flight == 0:
                 worker.close()
+
+
+def _under(path: str, base: str) -> bool:
+    return path == base or path.startswith(base.rstrip("/") + "/")
+
+
+def _python_source(change: Any, path: str) -> bool:
+    """watchfiles filter: Python sources only (no caches, no editor swap files)."""
+    return path.endswith(".py") and "__pycache__" not in path
 
 
 def _listener(ctx: ToolContext) -> Callable[[str, dict[str, Any]], None]:
@@ -851,7 +865,15 @@ class Workers:
         for pool in pools:
             if id(pool) in failed:
                 continue
-            self.register(pool, pool.workers[0].info)
+            try:
+                self.register(pool, pool.workers[0].info)
+            except (ToolDefinitionError, ValueError) as exc:
+                for w in pool.workers:
+                    w.kill("its tools could not be registered")
+                if strict:
+                    raise
+                log.error("%s: %s", pool.module.label, exc)
+                continue
             self.pools.append(pool)
 
     def register(self, pool: WorkerPool, info: dict[str, Any]) -> None:
@@ -859,13 +881,83 @@ class Workers:
 
         Raises:
             ToolDefinitionError: a tool name is taken already.
+            ValueError: the worker's answer is malformed.
         """
-        for description in info.get("tools") or []:
-            t = remote_tool(pool, description)
-            self.registry.add(t)
-            pool.tools[t.name] = t
-        for hook in info.get("hooks") or []:
-            self.registry.add_hook(remote_hook(pool, hook))
+        tools = [remote_tool(pool, d) for d in info.get("tools") or []]
+        hooks = [remote_hook(pool, h) for h in info.get("hooks") or []]
+        self.registry.swap([], tools, add_hooks=hooks)
+        pool.tools = {t.name: t for t in tools}
+        pool.hooks = hooks
+        pool.watch_paths = [p for p in info.get("watch") or [] if isinstance(p, str)]
+
+    # ------------------------------------------------------------------ --reload
+
+    async def watch(self) -> None:
+        """Reload a module whenever one of its files changes (``--reload``); runs until
+        cancelled. Changes are noticed within about 100 ms (watchfiles)."""
+        import watchfiles
+
+        while not self.closing:
+            paths = {p for pool in self.pools for p in pool.watch_paths}
+            # Watch directories: an editor that saves by renaming replaces the file.
+            dirs = sorted({p if os.path.isdir(p) else os.path.dirname(p) for p in paths})
+            dirs = [d for d in dirs if os.path.isdir(d)]
+            if not dirs:
+                return
+            restart = anyio.Event()
+            async for changes in watchfiles.awatch(
+                *dirs,
+                watch_filter=_python_source,
+                debounce=50,
+                step=20,
+                stop_event=restart,
+            ):
+                changed = {os.path.realpath(path) for _, path in changes}
+                for pool in list(self.pools):
+                    if any(_under(c, w) for c in changed for w in pool.watch_paths):
+                        before = list(pool.watch_paths)
+                        await self.reload(pool)
+                        current = self._current(pool.module)
+                        if current is not None and current.watch_paths != before:
+                            restart.set()
+
+    def _current(self, module: ModuleSpec) -> WorkerPool | None:
+        return next((p for p in self.pools if p.module == module), None)
+
+    async def reload(self, pool: WorkerPool) -> bool:
+        """Load ``pool``'s module again in a new generation of workers and swap its tools
+        in; the old workers finish their calls in flight, then exit. A module that no
+        longer loads leaves the old generation serving, said in a log record.
+
+        Returns:
+            Whether the new generation took over.
+        """
+        new = WorkerPool(self, pool.module, self.size)
+        label = pool.module.label
+        try:
+            await new.start_first()
+            info = new.workers[0].info
+            tools = [remote_tool(new, d) for d in info.get("tools") or []]
+            hooks = [remote_hook(new, h) for h in info.get("hooks") or []]
+            self.registry.swap(list(pool.tools), tools, remove_hooks=pool.hooks, add_hooks=hooks)
+        except (WorkerStartError, ValueError) as exc:
+            for worker in list(new.workers):
+                worker.kill("its module failed to reload")
+            detail = getattr(exc, "traceback", "")
+            text = f"Reloading {label} failed; the previous version keeps serving: {exc}"
+            log.error("%s%s", text, f"\n{detail}" if detail else "")
+            if self.notify is not None:
+                self.notify("error", text)
+            return False
+        new.tools = {t.name: t for t in tools}
+        new.hooks = hooks
+        new.watch_paths = [p for p in info.get("watch") or [] if isinstance(p, str)]
+        self.pools[self.pools.index(pool)] = new
+        pool.retire()
+        log.info("reloaded %s: %d tools", label, len(tools))
+        if self.notify is not None:
+            self.notify("info", f"Reloaded {label}: {len(tools)} tools")
+        return True
 
     def module_broken(self, pool: WorkerPool, exc: WorkerStartError) -> None:
         """A restarted worker's module no longer imports: say so once, fail its calls."""
