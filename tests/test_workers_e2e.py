@@ -230,8 +230,10 @@ def _pair(h: HostProcess, cpu_seconds: float, tag: str) -> tuple[float, set[str]
 
 @pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="needs at least 2 cores")
 def test_two_workers_run_cpu_bound_calls_in_parallel(tmp_path: Path) -> None:
-    # Both hosts at once, measured in alternation, best of three rounds each: other
-    # work on a shared machine slows both alike instead of one of them.
+    # Both hosts at once, measured in alternation, best round of each (up to five
+    # rounds, until the difference shows): other work on a shared machine slows both
+    # alike. One worker can never do better than 2 x cpu (its threads share one GIL);
+    # two workers on free cores take about 1 x cpu.
     cpu = 1.0
     walls: dict[int, list[float]] = {1: [], 2: []}
     with (
@@ -241,15 +243,17 @@ def test_two_workers_run_cpu_bound_calls_in_parallel(tmp_path: Path) -> None:
         hosts = {1: one, 2: two}
         for h in hosts.values():
             _pair(h, 0.5, "warm")  # start the workers (a second one for --workers 2)
-        for n in range(3):
+        for n in range(5):
             for workers, h in hosts.items():
                 wall, ids = _pair(h, cpu, f"burn{n}-")
                 assert len(ids) == workers, (workers, ids)
                 walls[workers].append(wall)
+            if min(walls[2]) < 0.8 * min(walls[1]):
+                break
     ratio = min(walls[2]) / min(walls[1])
     assert ratio < 0.8, (
         f"two concurrent calls of {cpu} s CPU each: {min(walls[2]):.2f} s with --workers 2, "
-        f"{min(walls[1]):.2f} s with --workers 1 (best of {walls}; ratio {ratio:.2f}, "
+        f"{min(walls[1]):.2f} s with --workers 1 (rounds {walls}; ratio {ratio:.2f}, "
         f"~0.5 expected on idle cores; load average {os.getloadavg()})"
     )
 

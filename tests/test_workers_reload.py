@@ -112,11 +112,14 @@ def test_an_edited_tool_file_is_served_without_a_restart(tmp_path: Path) -> None
             what="the breakage on stderr",
         )
 
-        # fixed again: the next generation is served
         h.drain()
-        module.write_text(_source("v4", with_second=True))
+        # fixed again, without the second tool: the next generation is served as it is
+        module.write_text(_source("v4"))
         wait_for_message(h, is_method("notifications/tools/list_changed"), PROMPT, "list_changed")
         assert _text(h, "first") == "first v4"
+        assert _names(h) == {"first", "slow"}
+        gone = h.call("second", {}, timeout=PROMPT)
+        assert "error" in gone or gone["result"].get("isError") is True, gone
         assert h.proc.poll() is None
 
 
