@@ -8,6 +8,8 @@ reported as a log message while the old tools keep working.
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -129,11 +131,28 @@ def test_a_call_in_flight_finishes_on_the_old_generation(tmp_path: Path) -> None
     with _serve(tmp_path, module, "--reload") as h:
         h.send(call_msg("old", "slow", {"seconds": 3}, token="old"))
         wait_for_message(h, is_progress("old"), PROMPT, "progress of the slow call")
-        module.write_text(_source("v2"))
+        module.write_text(_source("v2-new"))  # another size: see the test below
         wait_for_message(h, is_method("notifications/tools/list_changed"), PROMPT, "list_changed")
-        assert _text(h, "first") == "first v2"
+        assert _text(h, "first") == "first v2-new"
         r = h.recv_response("old", timeout=PROMPT)["result"]
         assert r == {"content": [{"type": "text", "text": "slow v1"}]}, r
+
+
+def test_an_edit_of_the_same_size_in_the_same_second_is_served(tmp_path: Path) -> None:
+    # Python's bytecode cache (__pycache__) trusts a module's size and its mtime in whole
+    # seconds: a quick one-character edit must not bring back the old code. The mtimes
+    # are set within one past second so the case does not depend on the clock.
+    module = tmp_path / "reload_me.py"
+    second = int(time.time()) - 10
+    module.write_text(_source("v1"))
+    os.utime(module, ns=(second * 10**9, second * 10**9 + 1000))
+    with _serve(tmp_path, module, "--reload") as h:
+        assert _text(h, "first") == "first v1"
+        h.drain()
+        module.write_text(_source("v2"))
+        os.utime(module, ns=(second * 10**9, second * 10**9 + 500_000_000))
+        wait_for_message(h, is_method("notifications/tools/list_changed"), PROMPT, "list_changed")
+        assert _text(h, "first") == "first v2"
 
 
 def test_control_without_reload_an_edit_changes_nothing(tmp_path: Path) -> None:
