@@ -182,7 +182,10 @@ class _Worker:
         self.hooks = [*self.registry.hooks.before, *self.registry.hooks.after]
         self.definitions = [tool_description(t) for t in self.registry]
         for t in self.registry:
-            t.timeout = None  # the host times calls out; here they run until cancelled
+            # The host applies the timeout and the per-file mutation queue; here a call
+            # runs until it ends or is cancelled.
+            t.timeout = None
+            t.mutates = ()
         self.executor = Executor(
             default_timeout=None,
             max_threads=int(config.get("maxThreads", 256)),

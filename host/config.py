@@ -4,7 +4,8 @@ Given explicitly with ``toolwire serve --config FILE`` (never picked up from the
 its own, so files a tool writes cannot reconfigure the next host). Tables:
 
 * ``[host]``: root, tools, builtins, entry_points, framing, log_level, timeout,
-  max_message_size, max_threads, page_size — the command-line options of the same names;
+  max_message_size, max_threads, page_size, isolation, workers, reload — the command-line
+  options of the same names;
 * ``[sandbox]``: see :class:`toolwire.host.sandbox.SandboxSettings`;
 * ``[approval]``: ``policy`` (a list of tool names, ``"destructive"`` or ``"all"``) and
   ``timeout`` (seconds).

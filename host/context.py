@@ -6,7 +6,7 @@ import logging
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio.from_thread
 import anyio.lowlevel
@@ -15,7 +15,9 @@ from toolwire.messages import RequestId
 
 from .channel import LOG_LEVELS, CallChannel
 from .rounds import InputNeeded
-from .sandbox import Sandbox
+
+if TYPE_CHECKING:
+    from .sandbox import Sandbox
 
 __all__ = ["LOG_LEVELS", "ExecEnv", "ToolContext"]
 

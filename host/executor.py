@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
@@ -21,7 +21,9 @@ from toolwire.session import is_stray_cancellation
 
 from .context import ToolContext
 from .definition import Tool
-from .mutation import MutationQueue, mutation_keys
+
+if TYPE_CHECKING:
+    from .mutation import MutationQueue
 from .results import (
     ToolResult,
     WireResult,
@@ -32,10 +34,21 @@ from .results import (
     to_wire_content,
 )
 
-__all__ = ["SHARED_MUTATION_QUEUE", "Executor", "format_argument_error"]
+__all__ = ["Executor", "format_argument_error", "shared_mutation_queue"]
 
-SHARED_MUTATION_QUEUE = MutationQueue()
-"""The process-wide per-file mutation queue every :class:`Executor` uses by default."""
+_shared_queue: MutationQueue | None = None
+
+
+def shared_mutation_queue() -> MutationQueue:
+    """The process-wide per-file mutation queue every :class:`Executor` uses by default
+    (made at first use: a worker process, whose host keeps the queue, never needs it)."""
+    global _shared_queue
+    if _shared_queue is None:
+        from .mutation import MutationQueue
+
+        _shared_queue = MutationQueue()
+    return _shared_queue
+
 
 log = logging.getLogger("toolwire.executor")
 
@@ -82,7 +95,14 @@ class Executor:
         self.default_timeout = default_timeout
         self.abandon_threads = abandon_threads
         self.limiter = anyio.CapacityLimiter(max_threads)
-        self.mutations = mutations if mutations is not None else SHARED_MUTATION_QUEUE
+        self._mutations = mutations
+
+    @property
+    def mutations(self) -> MutationQueue:
+        """The per-file mutation queue this executor holds paths in."""
+        if self._mutations is None:
+            self._mutations = shared_mutation_queue()
+        return self._mutations
 
     async def invoke(
         self,
@@ -99,6 +119,8 @@ class Executor:
         ``kwargs`` when not given).
         """
         if tool.mutates:
+            from .mutation import mutation_keys
+
             source = arguments if arguments is not None else kwargs
             keys = mutation_keys(tool.mutates, source, ctx.env)
             if keys:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import importlib.util
 import logging
 import sys
 import types
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +43,7 @@ def import_spec(spec: str) -> types.ModuleType:
         if not path.is_file():
             raise ImportError(f"tool file not found: {spec}")
         real = path.resolve()
-        digest = hashlib.sha1(str(real).encode()).hexdigest()[:10]
+        digest = f"{zlib.crc32(str(real).encode()):08x}"
         name = f"toolwire_user_{real.stem}_{digest}"
         module_spec = importlib.util.spec_from_file_location(name, real)
         if module_spec is None or module_spec.loader is None:

@@ -12,9 +12,6 @@ from __future__ import annotations
 import base64
 import binascii
 import contextvars
-import hashlib
-import hmac
-import secrets
 import time
 from typing import Any
 
@@ -40,6 +37,15 @@ __all__ = [
 
 STATE_LIFETIME = 3600.0
 """Seconds a ``requestState`` stays valid after it was issued (one hour)."""
+
+
+def _mac(key: bytes, data: bytes) -> bytes:
+    """HMAC-SHA256 of ``data`` (hashlib and hmac load OpenSSL: imported when first
+    needed, so a worker process that never signs a state does not pay for them)."""
+    import hashlib
+    import hmac
+
+    return hmac.new(key, data, hashlib.sha256).digest()
 
 
 class InputNeeded(Exception):
@@ -78,6 +84,8 @@ class StateSigner:
     """
 
     def __init__(self, key: bytes | None = None, lifetime: float = STATE_LIFETIME) -> None:
+        import secrets
+
         self._key = key if key is not None else secrets.token_bytes(32)
         self.lifetime = lifetime
 
@@ -85,7 +93,7 @@ class StateSigner:
         """The signed state for ``payload`` (a JSON object), with an expiry added."""
         body = dict(payload, exp=int(time.time() + self.lifetime))
         raw = _json.dumps(body)
-        mac = hmac.new(self._key, raw, hashlib.sha256).digest()
+        mac = _mac(self._key, raw)
         return _b64(raw) + "." + _b64(mac)
 
     def verify(self, state: Any) -> dict[str, Any]:
@@ -103,7 +111,9 @@ class StateSigner:
             mac = _unb64(mac_b64)
         except ValueError:
             raise JsonRpcError(INVALID_PARAMS, "requestState is malformed") from None
-        good = hmac.new(self._key, raw, hashlib.sha256).digest()
+        good = _mac(self._key, raw)
+        import hmac
+
         if not hmac.compare_digest(good, mac):
             raise JsonRpcError(
                 INVALID_PARAMS, "requestState was altered or was not issued by this host"
@@ -131,6 +141,8 @@ def request_digest(method: str, params: dict[str, Any]) -> str:
     """SHA-256 of the method and the params a retry must repeat (everything but ``_meta``,
     ``inputResponses`` and ``requestState``), so a state cannot be replayed on another call."""
     core = {k: v for k, v in params.items() if k not in _ROUND_KEYS}
+    import hashlib
+
     return hashlib.sha256(_json.dumps([method, core])).hexdigest()
 
 

@@ -17,7 +17,8 @@ client both use it). It owns:
 * progress for inbound requests that carry ``params._meta.progressToken``;
 * outbound requests (awaitable, with a timeout) and notifications;
 * one serialised writer: every outbound frame goes through one queue and one task,
-  so frames never interleave.
+  so frames never interleave (a small frame sent while nothing is queued and the writer
+  is idle is written at once by the sending task, on the same event loop, in order).
 """
 
 from __future__ import annotations
@@ -99,6 +100,9 @@ _MAX_PARKED_WORKERS = 32
 
 _FLUSH_JOIN_LIMIT = 64 * 1024
 """Frames are joined into one write while the batch stays under this many bytes."""
+
+_EAGER_WRITE_LIMIT = 64 * 1024
+"""Largest frame written directly by the sending task when the writer is idle (bytes)."""
 
 ABORT_WAIT = 1.0
 """Seconds :meth:`Session.settle` gives aborted handlers to unwind before it answers
@@ -346,6 +350,8 @@ class Session:
         self._progress_listeners: dict[RequestId, ProgressListener] = {}
         self._next_id = 0
         self._out: list[bytes] = []
+        self._writer_busy = False
+        self._try_send: Callable[[bytes], int] | None = getattr(send, "try_send", None)
         self._out_event = anyio.Event()
         self._closing = False
         self._closed = anyio.Event()
@@ -384,6 +390,28 @@ class Session:
         self._send_body(_json.dumps(obj))
 
     def _send_body(self, body: bytes) -> None:
+        # Nothing queued and the writer idle: a small frame is written at once, which
+        # saves the writer task's turn of the event loop (most of a reply's latency on
+        # an idle connection). What does not fit goes to the writer, in order.
+        if (
+            self._try_send is not None
+            and not self._out
+            and not self._writer_busy
+            and len(body) <= _EAGER_WRITE_LIMIT
+            and not self._closing
+        ):
+            if self._framing == "lsp":
+                frame = lsp_header(len(body)) + body
+            else:
+                frame = body + NDJSON_TERMINATOR
+            sent = self._try_send(frame)
+            if sent == len(frame):
+                return
+            if sent > 0:
+                self._out.append(frame[sent:])
+                self._queued += len(frame) - sent
+                self._out_event.set()
+                return
         # The frame's parts are queued apart (the codecs of framing.py say what they
         # are), so a large body is handed to the stream without being copied.
         if self._framing == "lsp":
@@ -451,12 +479,14 @@ class Session:
                 total = 0
                 for c in chunks:
                     total += len(c)
+                self._writer_busy = True
                 try:
                     if total <= _FLUSH_JOIN_LIMIT:
                         await send.send(b"".join(chunks))
                         continue
                     await self._send_large(chunks)
                 finally:
+                    self._writer_busy = False
                     self._queued = max(0, self._queued - total)
                     if self._queued <= self.high_water // 2:
                         self._drained.set()

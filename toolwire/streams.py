@@ -109,6 +109,18 @@ class FdSendStream(_FdStream, ByteSendStream):
         anyio.ClosedResourceError: this stream was closed.
     """
 
+    def try_send(self, item: bytes) -> int:
+        """Write what fits without waiting; returns the number of bytes written (0 when
+        the pipe is full, or when this descriptor is not a non-blocking pipe or socket,
+        where :meth:`send` must be used). Never raises: a failure is left for
+        :meth:`send` to report."""
+        if self._closed or self._kind != "pipe":
+            return 0
+        try:
+            return os.write(self._fd, item)
+        except OSError:
+            return 0
+
     async def send(self, item: bytes) -> None:
         """Write all of ``item``, waiting for the reader when the pipe is full."""
         view = memoryview(item)
