@@ -117,7 +117,7 @@ def load_module(registry: Registry, config: dict[str, Any]) -> list[str]:
             registry.add(fn)
         module = sys_module_of(obj)
     else:
-        module = import_spec(spec)
+        module = import_spec(spec, fresh=True)
         for fn in tools_in(module):
             registry.add(fn)
         for hook in hooks_in(module):

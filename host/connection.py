@@ -151,7 +151,8 @@ async def run_host(
         The exit code the host asks for: 0, or 1 for an LSP ``exit`` without ``shutdown``.
 
     Raises:
-        StartupError: see :func:`build_registry`.
+        StartupError: see :func:`build_registry`; with ``config.isolation == "process"``
+            also a ``--tools`` module that does not load in its worker process.
         SandboxUnavailable: ``config.sandbox`` requires a sandbox this machine cannot give.
     """
     env = ExecEnv.at(
@@ -177,14 +178,20 @@ async def run_host(
         name="host",
     )
     server.attach(session)
+    failed: StartupError | None = None
     async with contextlib.AsyncExitStack() as stack:
         if config.isolation == "process":
             workers = await stack.enter_async_context(
                 start_workers(config, registry, env, server).running()
             )
-            await _load_modules(workers, config)
-        log.info("serving %d tools in %s", len(registry), env.root)
-        return await _serve(session, server, guard)
+            try:
+                await _load_modules(workers, config)
+            except StartupError as exc:
+                failed = exc  # raised below, outside the workers' task group
+        if failed is None:
+            log.info("serving %d tools in %s", len(registry), env.root)
+            return await _serve(session, server, guard)
+    raise failed
 
 
 def start_workers(

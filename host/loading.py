@@ -32,8 +32,23 @@ ENTRY_POINT_GROUP = "toolwire.tools"
 """Entry-point group scanned at start-up; each entry names a module, a tool or a list."""
 
 
-def import_spec(spec: str) -> types.ModuleType:
+class _FreshSourceLoader(importlib.machinery.SourceFileLoader):
+    """Compiles the file from its source every time, never from ``__pycache__``: a file
+    rewritten within the same second at the same size would otherwise be served from
+    its stale bytecode (the cache is keyed on whole-second mtime and size)."""
+
+    def get_code(self, fullname: str) -> types.CodeType:
+        source = self.get_data(self.path)
+        return compile(source, self.path, "exec", dont_inherit=True)
+
+
+def import_spec(spec: str, *, fresh: bool = False) -> types.ModuleType:
     """Import ``spec``: a path to a ``.py`` file, or a dotted module name.
+
+    Args:
+        spec: the file or module.
+        fresh: compile a file from its source, ignoring its cached bytecode (a worker
+            process loading a module that ``--reload`` may have just changed).
 
     Raises:
         ImportError: the file or module cannot be loaded.
@@ -45,7 +60,8 @@ def import_spec(spec: str) -> types.ModuleType:
         real = path.resolve()
         digest = f"{zlib.crc32(str(real).encode()):08x}"
         name = f"toolwire_user_{real.stem}_{digest}"
-        module_spec = importlib.util.spec_from_file_location(name, real)
+        loader = _FreshSourceLoader(name, str(real)) if fresh else None
+        module_spec = importlib.util.spec_from_file_location(name, real, loader=loader)
         if module_spec is None or module_spec.loader is None:
             raise ImportError(f"cannot load {spec}")
         module = importlib.util.module_from_spec(module_spec)

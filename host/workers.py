@@ -232,8 +232,11 @@ class WorkerProcess:
 
     def _argv_env(self) -> tuple[list[str], dict[str, str], tuple[int, ...]]:
         workers = self.pool.workers_owner
+        spec = self.pool.module.spec
+        if self.pool.module.kind == "tools" and (spec.endswith(".py") or os.path.isfile(spec)):
+            spec = os.path.abspath(spec)  # the worker starts in the root, not our cwd
         config = {
-            "spec": self.pool.module.spec,
+            "spec": spec,
             "kind": self.pool.module.kind,
             "root": str(workers.root),
             "sysPath": workers.sys_path,
