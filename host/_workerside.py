@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import logging
 import os
+import threading
 import traceback
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,7 @@ from .workerwire import (
     PREPARE,
     PROTOCOL,
     TOOL_ERROR,
+    TOOLS_CHANGED,
 )
 
 __all__ = ["WorkerChannel", "load_module", "serve", "tool_description"]
@@ -169,6 +171,9 @@ class _Worker:
         self.hooks: list[_Hook] = []
         self.watch: list[str] = []
         self.failure: JsonRpcError | None = None
+        self.session: Session
+        self.timeouts: dict[str, float | None] = {}
+        self.mutates: dict[str, tuple[str, ...]] = {}
         root = str(config.get("root") or os.getcwd())
         self.env = ExecEnv.at(root, default_timeout=None)
         try:
@@ -181,6 +186,8 @@ class _Worker:
             return
         self.hooks = [*self.registry.hooks.before, *self.registry.hooks.after]
         self.definitions = [tool_description(t) for t in self.registry]
+        self.timeouts = {t.name: t.timeout for t in self.registry}
+        self.mutates = {t.name: t.mutates for t in self.registry}
         for t in self.registry:
             # The host applies the timeout and the per-file mutation queue; here a call
             # runs until it ends or is cancelled.
@@ -193,10 +200,44 @@ class _Worker:
         )
 
     def attach(self, session: Session) -> None:
+        self.session = session
+        if self.failure is None:
+            self.registry.on_change(self._changed)
         session.inline_request_handlers["initialize"] = self.initialize
         session.request_handlers["tools/call"] = self.call
         session.request_handlers[HOOK] = self.hook
         session.request_handlers[PREPARE] = self.prepare
+
+    def _changed(self) -> None:
+        """The module changed the registry while serving: tell the host (from the event
+        loop's thread; a synchronous tool runs in a worker thread)."""
+        for t in self.registry:
+            if t.name not in self.timeouts:  # added now: keep its rules for the host
+                self.timeouts[t.name] = t.timeout
+                self.mutates[t.name] = t.mutates
+            t.timeout = None
+            t.mutates = ()
+
+        def tell() -> None:
+            self.session.notify(TOOLS_CHANGED, {"tools": self._describe()})
+
+        if threading.current_thread() is threading.main_thread():
+            tell()
+        else:
+            anyio.from_thread.run_sync(tell)
+
+    def _describe(self) -> list[dict[str, Any]]:
+        out = []
+        for t in self.registry:
+            d = tool_description(t)
+            timeout = self.timeouts.get(t.name)
+            if timeout is not None:
+                d["timeout"] = timeout
+            mutates = self.mutates.get(t.name)
+            if mutates:
+                d["mutates"] = list(mutates)
+            out.append(d)
+        return out
 
     def initialize(self, params: Any, ctx: RequestContext) -> dict[str, Any]:
         if self.failure is not None:

@@ -62,6 +62,7 @@ from .workerwire import (
     PREPARE,
     PROTOCOL,
     TOOL_ERROR,
+    TOOLS_CHANGED,
     WORKER_MODULE,
 )
 
@@ -331,6 +332,7 @@ class WorkerProcess:
         )
         session.request_handlers[ASK] = self._answer_ask
         session.on_malformed = self._malformed
+        session.notification_handlers[TOOLS_CHANGED] = self._tools_changed
         self.session = session
         tg.start_soon(self._serve, session)
         tg.start_soon(self._watch_exit)
@@ -366,6 +368,11 @@ class WorkerProcess:
         if type(ref) is not int or ref not in self.refs:
             raise JsonRpcError(TOOL_ERROR, "no call of this worker has that reference")
         return await self.pool.workers_owner.answer_ask(params, rctx)
+
+    def _tools_changed(self, params: Any) -> None:
+        tools = params.get("tools") if type(params) is dict else None
+        if isinstance(tools, list) and not self.retiring:
+            self.pool.workers_owner.resync(self.pool, tools)
 
     def _malformed(self, what: str) -> None:
         log.warning(
@@ -1020,6 +1027,21 @@ class Workers:
         if self.notify is not None:
             self.notify("info", f"Reloaded {label}: {len(tools)} tools")
         return True
+
+    def resync(self, pool: WorkerPool, descriptions: list[Any]) -> None:
+        """A worker of ``pool`` reports the module's tools changed at run time (its
+        ``register`` added or removed some): make the host's stand-ins match. Each worker
+        has its own registry, so a tool added in one exists in that worker only
+        (README "Where your tool runs")."""
+        if self._current(pool.module) is not pool:
+            return
+        try:
+            tools = [remote_tool(pool, d) for d in descriptions if isinstance(d, dict)]
+            self.registry.swap(list(pool.tools), tools)
+        except (ToolDefinitionError, ValueError) as exc:
+            log.error("%s changed its tools wrongly: %s", pool.module.label, exc)
+            return
+        pool.tools = {t.name: t for t in tools}
 
     def module_broken(self, pool: WorkerPool, exc: WorkerStartError) -> None:
         """A restarted worker's module no longer imports: say so once, fail its calls."""

@@ -20,6 +20,7 @@ __all__ = [
     "LOG",
     "PREPARE",
     "PROTOCOL",
+    "TOOLS_CHANGED",
     "TOOL_ERROR",
     "WORKER_MODULE",
 ]
@@ -52,6 +53,11 @@ ASK = "toolwire/worker/ask"
 LOG = "toolwire/worker/log"
 """worker → host notification: ``ctx.log`` of a call. Params ``{"progressToken": the
 call's token, "level", "data", "logger"?}`` (tied to the call like its progress)."""
+
+TOOLS_CHANGED = "toolwire/worker/toolsChanged"
+"""worker → host notification: the module changed its registry at run time (``register``
+kept it and added or removed tools). Params ``{"tools": [...]}``: every tool now, described
+as in ``initialize``."""
 
 IMPORT_FAILED = -32090
 """Error code of ``initialize`` when the module did not import; the message says why and
