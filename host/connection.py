@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 import signal
 from collections.abc import Callable
 from pathlib import Path
@@ -207,6 +208,7 @@ def start_workers(
         max_message_size=config.max_message_size,
         log_level=config.log_level,
         notify=lambda level, text: server.send_log(level, text, "toolwire"),
+        host_closing=lambda: server.session is not None and server.session.closing,
     )
 
 
@@ -222,7 +224,12 @@ async def _load_modules(workers: Workers, config: HostConfig) -> None:
     try:
         await workers.add_modules([ModuleSpec(spec) for spec in config.tools], strict=True)
     except WorkerStartError as exc:
-        raise StartupError(f"toolwire serve: --tools {exc}") from None
+        hint = ""
+        missing = re.search(r"No module named '([^']+)'", str(exc))
+        for spec in config.tools:
+            if missing and (spec == missing[1] or spec.startswith(missing[1] + ".")):
+                hint = _not_importable_hint(spec, config.root)
+        raise StartupError(f"toolwire serve: --tools {exc}{hint}") from None
     except ToolDefinitionError as exc:
         raise StartupError(f"toolwire serve: --tools: {exc}") from None
     if config.reload:

@@ -77,7 +77,7 @@ class ToolContext:
             of call; the default reaches no client).
     """
 
-    __slots__ = ("_asks", "call_id", "channel", "env", "tool_name")
+    __slots__ = ("_asks", "call_id", "channel", "env", "timeout", "tool_name")
 
     def __init__(
         self,
@@ -91,6 +91,9 @@ class ToolContext:
         self.env = env
         self.channel = channel if channel is not None else CallChannel()
         self._asks = 0
+        self.timeout: float | None = None
+        """Seconds the call may run, when the handler applies its timeout itself
+        (``Tool.own_timeout``); None otherwise or for no limit."""
 
     async def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None

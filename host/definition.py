@@ -85,6 +85,9 @@ class Tool:
             layer for old argument shapes); raising fails the call.
         prompt_snippet: one line for an agent's "Available tools" system-prompt list.
         prompt_guidelines: extra system-prompt lines about using this tool.
+        own_timeout: the handler applies the call's timeout itself, from
+            ``ctx.timeout`` (the stand-in of a tool served by a worker process, which
+            does not count the worker's start-up); the executor then sets none.
     """
 
     name: str
@@ -105,6 +108,7 @@ class Tool:
     prepare_arguments: Callable[[Any], Any] | None = None
     prompt_snippet: str | None = None
     prompt_guidelines: tuple[str, ...] = ()
+    own_timeout: bool = False
     _definition: dict[str, Any] | None = field(default=None, repr=False)
 
     def definition(self) -> dict[str, Any]:

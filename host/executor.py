@@ -25,6 +25,7 @@ from .definition import Tool
 if TYPE_CHECKING:
     from .mutation import MutationQueue
 from .results import (
+    ProtocolFailure,
     ToolResult,
     WireResult,
     error_result,
@@ -132,6 +133,10 @@ class Executor:
         if tool.context_param is not None:
             kwargs[tool.context_param] = ctx
         timeout = tool.timeout if tool.timeout is not None else self.default_timeout
+        if tool.own_timeout:
+            # A worker's stand-in applies it once its worker is there (start-up excluded).
+            kwargs[tool.context_param or "ctx"].timeout = timeout
+            timeout = None
         try:
             if timeout is None:
                 value = await self._call(tool, kwargs)
@@ -150,6 +155,8 @@ class Executor:
             return error_result(
                 f'Tool "{tool.name}" failed: it raised {type(exc).__name__} without being cancelled'
             )
+        except ProtocolFailure:
+            raise
         except Exception as exc:
             log.debug("tool %s raised", tool.name, exc_info=True)
             return _exception_result(tool, exc)

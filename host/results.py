@@ -9,9 +9,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolwire import _json
+from toolwire.errors import JsonRpcError
 from toolwire.extensions import DETAILS_META_KEY, TERMINATE_META_KEY
 
 __all__ = [
+    "ProtocolFailure",
     "ToolError",
     "ToolResult",
     "WireResult",
@@ -33,6 +35,12 @@ class ToolError(Exception):
     def __init__(self, message: str, details: Any = None) -> None:
         super().__init__(message)
         self.details = details
+
+
+class ProtocolFailure(JsonRpcError):
+    """A call that fails as a JSON-RPC error, not as an error result: the host answers
+    the request with this error (a worker process that could not encode its result
+    answered -32603, as the host itself would have)."""
 
 
 class WireResult:

@@ -40,7 +40,8 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
-from toolwire.errors import CONNECTION_CLOSED, JsonRpcError
+from toolwire.errors import CONNECTION_CLOSED, INTERNAL_ERROR, JsonRpcError
+from toolwire.framing import DEFAULT_MAX_MESSAGE_SIZE
 from toolwire.session import RequestContext, Session
 from toolwire.streams import FdReceiveStream, FdSendStream
 
@@ -49,7 +50,7 @@ from .context import ToolContext
 from .definition import Tool, ToolDefinitionError
 from .hooks import Block, IncomingCall, ResultPatch, after_tool_call, before_tool_call
 from .registry import Registry
-from .results import ToolError, WireResult
+from .results import ProtocolFailure, ToolError, WireResult, error_result
 from .rounds import InputNeeded
 from .sandbox import Sandbox, child_pid_from_info, reap_orphan
 from .schema import ArgumentSchema
@@ -80,6 +81,10 @@ log = logging.getLogger("toolwire.workers")
 
 STOP_GRACE = 0.5
 """Seconds a cancelled or timed-out handler has to stop before its worker is killed."""
+
+CLOSING_GRACE = 0.3
+"""Seconds a cancelled handler has to stop while the host shuts down (it must exit within
+1 s; protocol.md §3.5)."""
 
 START_TIMEOUT = 60.0
 """Seconds a worker may take to import its module and answer ``initialize``."""
@@ -175,6 +180,10 @@ def describe_status(returncode: int, sandboxed: bool) -> str:
             name = f"signal {signum}"
         return f"killed by signal {signum} ({name})"
     return f"exit code {returncode}"
+
+
+class _TimedOut(Exception):
+    """A worker's call reached its timeout (:meth:`WorkerPool.call` says so)."""
 
 
 class _LiveCalls:
@@ -326,7 +335,7 @@ class WorkerProcess:
             FdReceiveStream(from_worker_r),
             FdSendStream(to_worker_w),
             framing="ndjson",
-            max_message_size=workers.max_message_size,
+            max_message_size=max(workers.max_message_size, DEFAULT_MAX_MESSAGE_SIZE),
             cancel_dialect="lsp",
             name=f"worker {self.pool.module.label} #{self.number}",
         )
@@ -454,16 +463,17 @@ class WorkerProcess:
         sandboxed = self._info_r >= 0 or self._wrapped is not None or self.pool.sandboxed
         return f"died ({describe_status(self.returncode or 0, sandboxed)})"
 
-    def watch_abandoned(self, answered: anyio.Event) -> None:
-        """A call in this worker was cancelled: kill the worker unless the call stops
-        within :data:`STOP_GRACE` seconds."""
+    async def settle(self, answered: anyio.Event) -> None:
+        """A call in this worker was cancelled (by the client, its timeout or the host):
+        wait up to :data:`STOP_GRACE` seconds for the worker to confirm that the handler
+        stopped (its -32800 answer), and kill the worker if it does not. Until then no
+        new call is sent here. Returns at once while the host is shutting down."""
         self.unsettled += 1
-        self.pool.workers_owner.spawn(self._enforce_stop, answered)
-
-    async def _enforce_stop(self, answered: anyio.Event) -> None:
         try:
-            with anyio.move_on_after(STOP_GRACE):
-                await answered.wait()
+            with anyio.CancelScope(shield=True):
+                grace = CLOSING_GRACE if self.pool.workers_owner.host_closing() else STOP_GRACE
+                with anyio.move_on_after(grace):
+                    await answered.wait()
         finally:
             self.unsettled -= 1
         if not answered.is_set() and self.alive:
@@ -535,6 +545,7 @@ class WorkerPool:
         """
         worker = self._new_worker()
         await self._start(worker)
+        self.keep_spare_idle()
         return worker
 
     def _new_worker(self) -> WorkerProcess:
@@ -577,8 +588,12 @@ class WorkerPool:
     async def acquire(self) -> WorkerProcess:
         """A worker for one more request (its ``in_flight`` already counted).
 
-        Prefers an idle worker; starts another while every worker is busy and the pool
-        is below its size; else the least busy one.
+        An idle ready worker; else an idle worker still starting (waited for); else the
+        least busy ready worker (a busy worker still runs the call, in a thread or beside
+        its other coroutines). When no worker is alive, one is started and waited for,
+        after the restart pause. Whenever a call takes the last idle worker, one more
+        starts in the background while the pool is below its size, so the next
+        concurrent call finds an idle one (CPU-bound calls then run in parallel).
 
         Raises:
             ToolError: the module is unavailable or no worker could start.
@@ -586,35 +601,79 @@ class WorkerPool:
         if self.unavailable is not None:
             raise ToolError(self.unavailable)
         alive = [w for w in self.workers if w.alive and not w.unsettled]
-        pick: WorkerProcess | None = None
-        if alive:
-            pick = min(alive, key=lambda w: (w.in_flight, not w.ready.is_set()))
-        if pick is None or (pick.in_flight > 0 and len(alive) < self.size):
-            pick = self._new_worker()
+        ready = [w for w in alive if w.ready.is_set()]
+        idle = [w for w in ready if w.in_flight == 0]
+        pick: WorkerProcess | None
+        if idle:
+            pick = idle[0]
+        else:
+            # A worker that is starting and has nothing to do yet takes the call (it is
+            # ready within a fraction of a second; a busy one may stay busy); else the
+            # least busy ready one.
+            starting = [w for w in alive if not w.ready.is_set() and w.in_flight == 0]
+            if starting:
+                pick = starting[0]
+            elif ready:
+                pick = min(ready, key=lambda w: w.in_flight)
+            else:
+                pick = alive[0] if alive else None
+        if pick is not None:
             pick.in_flight += 1
-            try:
-                wait = self._not_before - time.monotonic()
-                if wait > 0:
-                    await anyio.sleep(wait)
-                await self._start(pick)
-            except WorkerStartError as exc:
-                pick.in_flight -= 1
-                if exc.import_failed:
-                    self.workers_owner.module_broken(self, exc)
-                    raise ToolError(self.unavailable or str(exc)) from None
-                raise ToolError(f"{self.module.label}: {exc}") from None
-            except BaseException:
-                pick.in_flight -= 1
-                pick.kill("the call that started it was cancelled")
-                raise
+            self.keep_spare()
+            if not pick.ready.is_set():
+                await pick.ready.wait()
+                if pick.start_error is not None:
+                    pick.in_flight -= 1
+                    return await self.acquire()
             return pick
+        pick = self._new_worker()
         pick.in_flight += 1
-        if not pick.ready.is_set():
-            await pick.ready.wait()
-            if pick.start_error is not None:
-                pick.in_flight -= 1
-                raise ToolError(f"{self.module.label}: {pick.start_error}")
+        try:
+            wait = self._not_before - time.monotonic()
+            if wait > 0:
+                await anyio.sleep(wait)
+            await self._start(pick)
+        except WorkerStartError as exc:
+            pick.in_flight -= 1
+            if exc.import_failed:
+                self.workers_owner.module_broken(self, exc)
+                raise ToolError(self.unavailable or str(exc)) from None
+            raise ToolError(f"{self.module.label}: {exc}") from None
+        except BaseException:
+            pick.in_flight -= 1
+            pick.kill("the call that started it was cancelled")
+            raise
+        self.keep_spare()
         return pick
+
+    def keep_spare_idle(self) -> None:
+        """Start a second worker in the background (at start-up and after a reload), so
+        two concurrent calls find two workers from the start (when the size allows)."""
+        if self.size >= 2 and not self.retired and not self.workers_owner.closing:
+            self.workers_owner.spawn(self._start_spare, self._new_worker())
+
+    def keep_spare(self) -> None:
+        """Start one more worker in the background when none is idle (or starting) and
+        the pool is below its size."""
+        if self.retired or self.unavailable is not None or self.workers_owner.closing:
+            return
+        alive = [w for w in self.workers if w.alive and not w.unsettled]
+        if len(alive) >= self.size or any(w.in_flight == 0 for w in alive):
+            return
+        worker = self._new_worker()
+        self.workers_owner.spawn(self._start_spare, worker)
+
+    async def _start_spare(self, worker: WorkerProcess) -> None:
+        wait = self._not_before - time.monotonic()
+        if wait > 0:
+            await anyio.sleep(wait)
+        try:
+            await self._start(worker)
+        except WorkerStartError as exc:
+            if exc.import_failed:
+                self.workers_owner.module_broken(self, exc)
+            else:
+                log.warning("%s: a spare worker did not start: %s", self.module.label, exc)
 
     async def request(
         self,
@@ -622,6 +681,8 @@ class WorkerPool:
         params: dict[str, Any],
         ctx: ToolContext | None,
         tool_name: str,
+        *,
+        timeout: float | None = None,
     ) -> Any:
         """Send one request to a worker of this pool, forwarding the call's progress and
         log records to ``ctx``'s channel.
@@ -638,11 +699,23 @@ class WorkerPool:
         if ref:
             worker.refs.add(ref)
         listener = _listener(ctx) if ctx is not None else None
+        abandoned: list[anyio.Event] = []
         try:
             assert worker.session is not None
-            return await worker.session.request(
-                method, params, on_progress=listener, on_abandon=worker.watch_abandoned
-            )
+            with anyio.move_on_after(timeout):
+                return await worker.session.request(
+                    method, params, on_progress=listener, on_abandon=abandoned.append
+                )
+            # Timed out: answered once the handler has stopped (or its worker is gone).
+            if abandoned:
+                await worker.settle(abandoned[0])
+            raise _TimedOut
+        except anyio.get_cancelled_exc_class():
+            if abandoned:
+                # Answer the cancellation only once the handler has stopped (or its
+                # worker is gone), as a handler in the host would have.
+                await worker.settle(abandoned[0])
+            raise
         except JsonRpcError as exc:
             if exc.code != CONNECTION_CLOSED:
                 raise
@@ -657,7 +730,13 @@ class WorkerPool:
                 worker.close()
 
     async def call(self, name: str, arguments: dict[str, Any], ctx: ToolContext) -> WireResult:
-        """Run one call of tool ``name`` in a worker; its wire result."""
+        """Run one call of tool ``name`` in a worker, under ``ctx.timeout`` counted from
+        the moment a worker is there; its wire result.
+
+        Raises:
+            ToolError: the worker died or was stopped, or the module is unavailable.
+            ProtocolFailure: the worker could not encode the result (-32603).
+        """
         params: dict[str, Any] = {
             "name": name,
             "arguments": arguments,
@@ -665,8 +744,16 @@ class WorkerPool:
             "capabilities": ctx.client_capabilities,
         }
         try:
-            result = await self.request("tools/call", params, ctx, name)
+            result = await self.request("tools/call", params, ctx, name, timeout=ctx.timeout)
+        except _TimedOut:
+            return WireResult(
+                error_result(
+                    f'Tool "{name}" timed out after {ctx.timeout:g} seconds and was cancelled'
+                )
+            )
         except JsonRpcError as exc:
+            if exc.code == INTERNAL_ERROR:
+                raise ProtocolFailure(exc.code, exc.message) from None
             raise ToolError(f'Tool "{name}" failed in its worker process: {exc.message}') from None
         if type(result) is not dict:
             raise ToolError(f'Tool "{name}" failed: its worker process answered {result!r}')
@@ -759,6 +846,7 @@ def remote_tool(pool: WorkerPool, description: dict[str, Any]) -> Tool:
         execution_mode=str(description.get("executionMode", "parallel")),
         meta=d.get("_meta"),
         prepare_arguments=prepare,
+        own_timeout=True,
     )
     t._definition = d
     return t
@@ -841,6 +929,8 @@ class Workers:
         max_message_size: largest message accepted from a worker, in bytes.
         log_level: the workers' stderr log threshold.
         notify: ``notify(level, text)`` sends a log record to the client (None: stderr only).
+        host_closing: whether the host is shutting down (then a cancelled call's worker
+            is not waited for).
     """
 
     def __init__(
@@ -854,7 +944,9 @@ class Workers:
         max_message_size: int = 64 * 1024 * 1024,
         log_level: str = "warning",
         notify: Callable[[str, str], None] | None = None,
+        host_closing: Callable[[], bool] | None = None,
     ) -> None:
+        self._host_closing = host_closing
         self.registry = registry
         self.root = os.path.realpath(root)
         self.sandbox = sandbox
@@ -868,6 +960,10 @@ class Workers:
         self.live = _LiveCalls()
         self.closing = False
         self._tg: TaskGroup | None = None
+
+    def host_closing(self) -> bool:
+        """Whether the host (or these workers) are shutting down."""
+        return self.closing or (self._host_closing is not None and self._host_closing())
 
     @property
     def task_group(self) -> TaskGroup:

@@ -240,8 +240,18 @@ def test_call_asks_on_the_terminal_when_the_host_wants_approval(
 ) -> None:
     require_approval()
     marker = tmp_path / "m.txt"
+    # The marker lies in the root: the tool's sandboxed worker can write nowhere else.
     out = run_with_input(
-        "call", "mark", f"path={marker}", "--approve", "mark", *extra, *AGENT_OPTS, stdin=stdin
+        "call",
+        "mark",
+        f"path={marker}",
+        "--approve",
+        "mark",
+        "--root",
+        str(tmp_path),
+        *extra,
+        *AGENT_OPTS,
+        stdin=stdin,
     )
     assert marker.exists() is allowed
     if allowed:

@@ -14,6 +14,14 @@ import pytest
 from tests.e2e_helpers import FRAMINGS, PROMPT, exits_within, text_of, wait_until, wire_host
 from tests.hostproc import HostProcess
 
+IN_PROCESS = ["--isolation", "none"]
+"""For tests of what the host does with handlers in its own process (threads it abandons,
+pids it can see): with worker processes the same cases are tests/test_workers_e2e.py's."""
+
+ONE_WORKER = ["--workers", "1"]
+"""For tests that count, through module state, calls in flight at once: one worker process
+holds them all (module state is per worker)."""
+
 
 def _call_msg(id: Any, name: str, arguments: dict[str, Any], meta: Any = None) -> dict[str, Any]:
     params: dict[str, Any] = {"name": name, "arguments": arguments}
@@ -74,8 +82,9 @@ def test_lsp_cancel_interrupts_the_handler_and_replies_32800(tmp_path: Path, fra
 @pytest.mark.parametrize("dialect", ["mcp", "lsp"])
 def test_cancelling_a_blocked_sync_handler(tmp_path: Path, dialect: str) -> None:
     # a worker thread cannot be interrupted, but the call is abandoned at once: no reply
-    # (MCP) or -32800 (LSP), and the host goes on serving
-    with wire_host(tmp_path) as h:
+    # (MCP) or -32800 (LSP), and the host goes on serving. In-process threads: with
+    # worker processes the worker is killed instead (tests/test_workers_e2e.py).
+    with wire_host(tmp_path, args=IN_PROCESS) as h:
         h.send(_call_msg("g", "gate", {"timeout": 30}))
         wait_until(lambda: text_of(h.call("gate_waiting")) == "1")
         if dialect == "mcp":
@@ -172,7 +181,7 @@ def test_a_slow_call_does_not_delay_a_fast_one(tmp_path: Path, framing: str) -> 
 
 
 def test_reading_and_answering_go_on_with_200_blocked_sync_handlers(tmp_path: Path) -> None:
-    with wire_host(tmp_path) as h:
+    with wire_host(tmp_path, args=ONE_WORKER) as h:
         for i in range(200):
             h.send(_call_msg(f"g{i}", "gate", {"timeout": 60}))
         wait_until(
@@ -186,7 +195,7 @@ def test_reading_and_answering_go_on_with_200_blocked_sync_handlers(tmp_path: Pa
 
 
 def test_eof_exits_promptly_with_blocked_sync_handlers(tmp_path: Path) -> None:
-    with wire_host(tmp_path) as h:
+    with wire_host(tmp_path, args=ONE_WORKER) as h:
         for i in range(50):
             h.send(_call_msg(f"g{i}", "gate", {"timeout": 60}))
         wait_until(lambda: text_of(h.call("gate_waiting")) == "50", timeout=30)
@@ -237,7 +246,10 @@ def _start_running_work(h: HostProcess, side: Path) -> int:
 
 @pytest.mark.parametrize("how", ["eof", "sigterm"])
 def test_eof_or_sigterm_cancels_calls_ends_children_and_exits_0(tmp_path: Path, how: str) -> None:
-    with wire_host(tmp_path) as h:
+    # The grandchild's pid is read from a file the tool writes: in-process, so that it is
+    # a pid of the host's namespace (a sandboxed worker has a PID namespace of its own,
+    # which ends with it).
+    with wire_host(tmp_path, args=IN_PROCESS) as h:
         child = _start_running_work(h, tmp_path)
         t0 = time.monotonic()
         if how == "eof":

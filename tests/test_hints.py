@@ -143,7 +143,7 @@ def test_host_with_plain_tools_starts_without_pydantic_or_jsonschema() -> None:
         "from toolwire.host.connection import HostConfig, build_registry\n"
         "from pathlib import Path\n"
         f"cfg = HostConfig(root=Path('.'), tools=[{str(REPO / 'bench' / 'servers' / 'toolwire_tools.py')!r}],"
-        " builtins=False, entry_points=False)\n"
+        " builtins=False, entry_points=False, isolation='none')\n"
         "reg = build_registry(cfg)\n"
         "defs = reg.definitions()\n"
         "assert len(defs) == 4, defs\n"

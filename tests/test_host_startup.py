@@ -3,6 +3,7 @@ connection inside the caller's own process (no signals taken over, no exit)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from pathlib import Path
@@ -15,13 +16,45 @@ from toolwire.host.sandbox import SandboxSettings
 
 
 def test_tools_that_do_not_load_raise_startup_error(tmp_path: Path) -> None:
-    missing = HostConfig(root=tmp_path, tools=[str(tmp_path / "nope.py")], builtins=False)
+    # In-process modules are loaded by build_registry.
+    missing = HostConfig(
+        root=tmp_path, tools=[str(tmp_path / "nope.py")], builtins=False, isolation="none"
+    )
     with pytest.raises(StartupError, match=r"nope\.py"):
         build_registry(missing)
     bad = tmp_path / "bad.py"
     bad.write_text("from toolwire.host import tool\n@tool\ndef f(x) -> str:\n    return ''\n")
     with pytest.raises(StartupError, match=r"bad\.py"):
-        build_registry(HostConfig(root=tmp_path, tools=[str(bad)], builtins=False))
+        build_registry(
+            HostConfig(root=tmp_path, tools=[str(bad)], builtins=False, isolation="none")
+        )
+
+
+@pytest.mark.parametrize("what", ["missing", "bad"])
+def test_worker_modules_that_do_not_load_make_run_host_raise_startup_error(
+    tmp_path: Path, what: str
+) -> None:
+    # With worker processes (the default) run_host starts them, and raises for a module
+    # that does not load in its worker, before serving anything.
+    bad = tmp_path / "bad.py"
+    bad.write_text("from toolwire.host import tool\n@tool\ndef f(x) -> str:\n    return ''\n")
+    spec = str(tmp_path / "nope.py") if what == "missing" else str(bad)
+    config = HostConfig(
+        root=tmp_path,
+        tools=[spec],
+        builtins=False,
+        entry_points=False,
+        sandbox=SandboxSettings(mode="none"),
+    )
+    assert config.isolation == "process"
+    r, w = os.pipe()
+    try:
+        with pytest.raises(StartupError, match=r"nope\.py" if what == "missing" else r"bad\.py"):
+            anyio.run(run_host, config, r, w)
+    finally:
+        for fd in (r, w):
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
 
 def test_run_host_serves_one_connection_in_this_process(tmp_path: Path) -> None:
