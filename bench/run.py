@@ -1,17 +1,29 @@
 """Benchmark: toolwire against the official MCP SDK server (MCPServer), side by side in one run.
 
-Every scenario spawns each server fresh and drives it with the same minimal raw JSON-RPC client
-(asyncio subprocess pipes, no SDK on the client side), so the client costs the same for both.
-Servers and tools: bench/servers/ (echo {text}, sleep {ms} async, block {ms} synchronous).
+Three contenders: "toolwire workers" (``--isolation process``, the default: the tool module
+runs in a worker process, under bubblewrap when the sandbox is active), "toolwire in-process"
+(``--isolation none``: the module imported into the host), both framed as ndjson, and the MCP
+SDK's MCPServer. Every scenario spawns each server fresh and drives it with the same minimal
+raw JSON-RPC client (asyncio subprocess pipes, no SDK on the client side), so the client costs
+the same for all. Servers and tools: bench/servers/ (echo {text} async, echo_sync {text},
+sleep {ms} async, block {ms} synchronous, hog {ms} async never yielding, stuck: hog under a
+0.5 s timeout).
 
 Scenarios: cold start to the first tools/list; cold start to the whole list of 2,000 tools with
 raw JSON Schemas of 25 properties (servers/many_schemas.py; the SDK side uses its low-level
-Server, as MCPServer cannot take raw schemas); sequential echo p50/p99; 5000 pipelined echo calls;
-20 concurrent 200 ms async sleeps; echo latency while N synchronous blocking calls are in flight
-(N = 5, 39, 200); one 5 MiB echo (time and response bytes); idle and peak RSS; how long
-the server takes to exit after stdin's EOF or SIGTERM while a tool is busy (a synchronous
-tool blocking a thread, or an async tool holding the event loop without yielding), capped
-at EXIT_CAP seconds. The test suite checks these exits only with generous bounds
+Server, as MCPServer cannot take raw schemas); sequential echo p50/p99 (async and sync
+handler); 5000 pipelined echo calls; 20 concurrent 200 ms async sleeps; echo latency while N
+synchronous blocking calls are in flight (N = 5, 39, 200); one 5 MiB echo (time and response
+bytes); idle and peak RSS (for workers: the host and, apart, each worker python found among
+the host's descendants by ``toolwire.host.worker`` in its command line, and its bubblewrap
+wrapper); ping latency while a tool holds its event loop for 2 s; a call stuck past its
+0.5 s timeout: when its error result arrives, when the stuck worker is gone and when the
+next call is answered; how long the server takes to exit after stdin's EOF or SIGTERM while
+a tool is busy (a synchronous tool blocking a thread, or an async tool holding the event
+loop without yielding), capped at EXIT_CAP seconds. Worker-only: the worker's start
+(``worker ... ready in N ms`` on the host's stderr at ``--log-level info``), with and without
+the sandbox, and the worker process driven directly by this client (no host, no sandbox),
+to split the hop's cost. The test suite checks these behaviours only with generous bounds
 (tests/e2e_helpers.py PROMPT); the tight figures are these.
 
 Usage: python bench/run.py [--quick] [--out bench/RESULTS.md]
@@ -24,6 +36,8 @@ import asyncio
 import json
 import os
 import platform
+import re
+import shutil
 import signal
 import statistics
 import subprocess
@@ -48,61 +62,54 @@ class Server:
     framing: str  # "ndjson" or "lsp"
     many_argv: list[str] | None = None  # the same server with the 2,000-tool set
     builtins_argv: list[str] | None = None  # toolwire's default host: its 7 built-in tools
+    kind: str = "mcp"  # "workers", "inproc" or "mcp"
 
 
-TOOLWIRE_MANY = [
-    PY,
-    "-m",
-    "toolwire.host",
-    "--no-builtins",
-    "--no-entry-points",
-    "--tools",
-    str(HERE / "servers" / "toolwire_many.py"),
-]
-"""toolwire serving the 2,000 raw-schema tools of servers/many_schemas.py."""
+WORKERS = "toolwire workers"
+INPROC = "toolwire in-process"
+MCP = "MCP SDK MCPServer"
 
-TOOLWIRE_BUILTINS = [PY, "-m", "toolwire.host", "--no-entry-points"]
-"""toolwire's default host (the 7 built-in tools), the yardstick of the 2,000-tool start."""
+ROOT = Path(tempfile.gettempdir())
+"""The toolwire servers' --root (a scratch directory made by main()): the marker files of
+the busy-tool scenarios go here, as a sandboxed worker sees the host's /tmp only there."""
 
-SERVERS = [
-    Server(
-        "toolwire (ndjson)",
-        [
-            PY,
-            "-m",
-            "toolwire.host",
-            "--no-builtins",
-            "--no-entry-points",
-            "--tools",
-            str(HERE / "servers" / "toolwire_tools.py"),
-        ],
-        "ndjson",
-        TOOLWIRE_MANY,
-        TOOLWIRE_BUILTINS,
-    ),
-    Server(
-        "toolwire (lsp)",
-        [
-            PY,
-            "-m",
-            "toolwire.host",
-            "--no-builtins",
-            "--no-entry-points",
-            "--tools",
-            str(HERE / "servers" / "toolwire_tools.py"),
-        ],
-        "lsp",
-        TOOLWIRE_MANY,
-        TOOLWIRE_BUILTINS,
-    ),
-    Server(
-        "MCP SDK MCPServer",
-        [PY, str(HERE / "servers" / "mcp_server.py")],
-        "ndjson",
-        # MCPServer derives schemas from signatures; raw schemas need the SDK's low-level Server.
-        [PY, str(HERE / "servers" / "mcp_many.py")],
-    ),
-]
+
+def toolwire_argv(isolation: str, tools: str | None, *extra: str) -> list[str]:
+    """``python -m toolwire.host`` with one isolation mode, in the scratch root."""
+    argv = [PY, "-m", "toolwire.host", "--no-entry-points", "--root", str(ROOT)]
+    argv += ["--isolation", isolation, *extra]
+    if tools is not None:
+        argv += ["--no-builtins", "--tools", str(HERE / "servers" / tools)]
+    return argv
+
+
+def make_servers() -> list[Server]:
+    """The three contenders (their argv name ROOT, so this runs once ROOT is set)."""
+    return [
+        Server(
+            WORKERS,
+            toolwire_argv("process", "toolwire_tools.py"),
+            "ndjson",
+            toolwire_argv("process", "toolwire_many.py"),
+            toolwire_argv("process", None),
+            "workers",
+        ),
+        Server(
+            INPROC,
+            toolwire_argv("none", "toolwire_tools.py"),
+            "ndjson",
+            toolwire_argv("none", "toolwire_many.py"),
+            toolwire_argv("none", None),
+            "inproc",
+        ),
+        Server(
+            MCP,
+            [PY, str(HERE / "servers" / "mcp_server.py")],
+            "ndjson",
+            # MCPServer derives schemas from signatures; raw schemas need the SDK's low-level Server.
+            [PY, str(HERE / "servers" / "mcp_many.py")],
+        ),
+    ]
 
 
 class RawClient:
@@ -118,12 +125,14 @@ class RawClient:
         self.reader = asyncio.create_task(self._read())
 
     @classmethod
-    async def start(cls, server: Server) -> RawClient:
+    async def start(
+        cls, server: Server, argv: list[str] | None = None, stderr: bool = False
+    ) -> RawClient:
         proc = await asyncio.create_subprocess_exec(
-            *server.argv,
+            *(argv or server.argv),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE if stderr else asyncio.subprocess.DEVNULL,
             limit=64 * 1024 * 1024,
         )
         return cls(proc, server.framing)
@@ -208,16 +217,7 @@ class RawClient:
 
     def rss(self) -> tuple[float, float]:
         """(current RSS, peak RSS) of the server process, in MiB."""
-        cur = peak = 0.0
-        try:
-            for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    cur = int(line.split()[1]) / 1024
-                elif line.startswith("VmHWM:"):
-                    peak = int(line.split()[1]) / 1024
-        except OSError:
-            pass
-        return cur, peak
+        return rss_of(self.proc.pid)
 
     async def close(self) -> None:
         assert self.proc.stdin is not None
@@ -233,6 +233,69 @@ class RawClient:
 def ok(resp: Any) -> None:
     if "error" in resp or resp.get("result", {}).get("isError"):
         raise RuntimeError(f"call failed: {str(resp)[:300]}")
+
+
+def rss_of(pid: int) -> tuple[float, float]:
+    """(VmRSS, VmHWM) of one process, in MiB (zeros once it is gone)."""
+    cur = peak = 0.0
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                cur = int(line.split()[1]) / 1024
+            elif line.startswith("VmHWM:"):
+                peak = int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return cur, peak
+
+
+def pss_of(pid: int) -> float | None:
+    """Proportional set size of one process in MiB (shared pages divided among their
+    users), or None when /proc does not let us read it."""
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live descendant of ``pid`` (from /proc's parent links)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry.name}/stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat[stat.rindex(")") + 2 :].split()[1])
+        children.setdefault(ppid, []).append(int(entry.name))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def worker_processes(host_pid: int) -> tuple[list[int], list[int]]:
+    """(worker pythons, bubblewrap wrappers) among the host's descendants: the processes
+    whose command line holds ``toolwire.host.worker``, told apart by their name."""
+    pythons: list[int] = []
+    wrappers: list[int] = []
+    for pid in descendants(host_pid):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            comm = Path(f"/proc/{pid}/comm").read_text().strip()
+        except OSError:
+            continue
+        if b"toolwire.host.worker" not in cmdline:
+            continue
+        (wrappers if comm == "bwrap" else pythons).append(pid)
+    return pythons, wrappers
 
 
 # ----------------------------------------------------------------------------- scenarios
@@ -293,20 +356,59 @@ async def with_client(
         await c.close()
 
 
-async def sequential(c: RawClient, n: int) -> dict[str, float]:
+async def sequential(
+    c: RawClient, n: int, tool: str = "echo", prefix: str = "seq"
+) -> dict[str, float]:
     for _ in range(50):  # warm-up
-        data, fut = c.call("echo", {"text": "hello"})
+        data, fut = c.call(tool, {"text": "hello"})
         await c.write(data)
         await fut
     lat = []
     for _ in range(n):
-        data, fut = c.call("echo", {"text": "hello"})
+        data, fut = c.call(tool, {"text": "hello"})
         t0 = time.perf_counter()
         await c.write(data)
         ok(await fut)
         lat.append(time.perf_counter() - t0)
     lat.sort()
-    return {"seq_p50_ms": lat[len(lat) // 2] * 1000, "seq_p99_ms": lat[int(len(lat) * 0.99)] * 1000}
+    return {
+        f"{prefix}_p50_ms": lat[len(lat) // 2] * 1000,
+        f"{prefix}_p99_ms": lat[int(len(lat) * 0.99)] * 1000,
+    }
+
+
+async def direct_worker(server: Server, n: int) -> dict[str, float]:
+    """Sequential echo (async and sync handler) on a worker process driven directly by
+    this client: no host and no sandbox in between, so what is left is the worker's own
+    share of the hop (its session, the handler, one pipe round trip). Workers only."""
+    if server.kind != "workers":
+        return {}
+    config = {
+        "spec": str(HERE / "servers" / "toolwire_tools.py"),
+        "kind": "tools",
+        "root": str(ROOT),
+        "sysPath": [p for p in sys.path if p],
+        "maxThreads": 256,
+        "logLevel": "warning",
+    }
+    argv = [PY, "-P", "-m", "toolwire.host.worker", json.dumps(config)]
+    c = await RawClient.start(server, argv)
+    try:
+        await c.request("initialize", {"protocolVersion": "toolwire-worker/1"})
+        seq = 0
+
+        def call(name: str, arguments: dict[str, Any]) -> tuple[bytes, asyncio.Future[Any]]:
+            nonlocal seq
+            seq += 1
+            params = {"name": name, "arguments": arguments, "callId": seq, "capabilities": {}}
+            return c.prepare("tools/call", {**params, "ref": 0})
+
+        c.call = call  # type: ignore[method-assign]
+        out = await sequential(c, n, "echo", "direct_seq")
+        out.update(await sequential(c, n, "echo_sync", "direct_seq_sync"))
+        return out
+    finally:
+        await c.close()
 
 
 async def pipelined(c: RawClient, n: int) -> dict[str, float]:
@@ -368,9 +470,30 @@ async def big_echo(c: RawClient, size: int = 5 * 1024 * 1024) -> dict[str, float
     return {"echo_5MiB_ms": dt * 1000, "echo_5MiB_response_MiB": c.last_size / 1024 / 1024}
 
 
+def worker_memory(c: RawClient, when: str) -> dict[str, float]:
+    """RSS of the host's worker pythons (per worker) and their bubblewrap wrappers."""
+    pythons, wrappers = worker_processes(c.proc.pid)
+    if not pythons:
+        return {}
+    out = {f"workers_{when}": float(len(pythons))}
+    if when == "idle":
+        rss = [rss_of(pid)[0] for pid in pythons]
+        out["worker_idle_rss_MiB"] = statistics.mean(rss)
+        pss = [pss_of(pid) for pid in pythons]
+        if all(v is not None for v in pss):
+            out["worker_idle_pss_MiB"] = statistics.mean(v for v in pss if v is not None)
+        if wrappers:
+            out["wrapper_idle_rss_MiB"] = sum(rss_of(pid)[0] for pid in wrappers) / len(pythons)
+        out["idle_rss_total_MiB"] = c.rss()[0] + sum(rss) + sum(rss_of(p)[0] for p in wrappers)
+    else:
+        out["worker_peak_rss_MiB"] = max(rss_of(pid)[1] for pid in pythons)
+    return out
+
+
 async def memory(c: RawClient) -> dict[str, float]:
     await c.request("tools/list")
     idle, _ = c.rss()
+    figures = worker_memory(c, "idle")
     frames, futs = [], []
     for i in range(2000):
         data, fut = c.call("echo", {"text": f"hello {i}"})
@@ -380,7 +503,110 @@ async def memory(c: RawClient) -> dict[str, float]:
     await asyncio.gather(*futs)
     await big_echo(c)
     _, peak = c.rss()
-    return {"idle_rss_MiB": idle, "peak_rss_MiB": peak}
+    figures.update(worker_memory(c, "after"))
+    figures.setdefault("idle_rss_total_MiB", idle)
+    return {"idle_rss_MiB": idle, "peak_rss_MiB": peak, **figures}
+
+
+READY = re.compile(rb"worker \S+ #1 ready in (\d+) ms")
+
+
+async def worker_start(server: Server, sandbox: bool) -> dict[str, float]:
+    """The start of the module's first worker as the host logs it (``--log-level info``):
+    from spawning it to its ``initialize`` answer. Workers only."""
+    if server.kind != "workers":
+        return {}
+    argv = server.argv + ["--log-level", "info"] + ([] if sandbox else ["--sandbox", "none"])
+    c = await RawClient.start(server, argv, stderr=True)
+    try:
+        await c.initialize()
+        await c.request("tools/list")
+        err = c.proc.stderr
+        assert err is not None
+        while True:  # logged before the host serves, so already in the pipe
+            line = await asyncio.wait_for(err.readline(), 5)
+            if not line:
+                raise RuntimeError("the host never logged its worker ready")
+            m = READY.search(line)
+            if m:
+                key = "worker_ready_ms" if sandbox else "worker_ready_nosandbox_ms"
+                return {key: float(m.group(1))}
+    finally:
+        await c.close()
+
+
+async def wait_marker(marker: Path, what: str) -> None:
+    deadline = time.monotonic() + 10
+    while not marker.exists():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{what} never started")
+        await asyncio.sleep(0.005)
+
+
+HOG_MS = 2000
+"""How long the hog of the ping scenario holds its event loop."""
+
+
+async def ping_while_stuck(c: RawClient) -> dict[str, float]:
+    """The slowest of 5 pings sent one after another while an async tool holds its
+    event loop for HOG_MS (in a worker: the worker's loop; in-process: the host's)."""
+    marker = Path(tempfile.mkdtemp(prefix="ping-", dir=ROOT)) / "started"
+    data, fut = c.call("hog", {"ms": HOG_MS, "marker": str(marker)})
+    await c.write(data)
+    await wait_marker(marker, "the hog call")
+    lat = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        await c.request("ping")
+        lat.append(time.perf_counter() - t0)
+    await fut
+    shutil.rmtree(marker.parent, ignore_errors=True)
+    return {"ping_stuck_max_ms": max(lat) * 1000}
+
+
+STUCK_MS = 3000
+"""How long the ``stuck`` tool (0.5 s timeout) holds its event loop."""
+
+
+async def timeout_stuck(server: Server) -> dict[str, float]:
+    """A call of ``stuck`` (never yields for STUCK_MS, timeout 0.5 s): milliseconds past
+    the timeout until its error result, until its worker is gone (killed 0.5 s after the
+    cancellation it ignores), and until the next echo is answered. toolwire only."""
+    if server.kind == "mcp":
+        return {}
+
+    async def body(c: RawClient) -> dict[str, float]:
+        await c.request("tools/list")
+        before, _ = worker_processes(c.proc.pid)
+        data, fut = c.call("stuck", {"ms": STUCK_MS})
+        t0 = time.perf_counter()
+        await c.write(data)
+        resp = await fut
+        t_err = time.perf_counter()
+        text = str(resp.get("result", {}).get("content", ""))
+        # In-process the held loop cannot time the call out: it answers "done" when free.
+        timed_out = bool(resp.get("result", {}).get("isError")) and "timed out" in text
+        if not timed_out and text.find("done") < 0:
+            raise RuntimeError(f"{server.label}: stuck answered {str(resp)[:300]}")
+        data, fut = c.call("echo", {"text": "after"})
+        t1 = time.perf_counter()
+        await c.write(data)
+        ok(await fut)
+        t_next = time.perf_counter()
+        out = {
+            "timeout_is_error": float(timed_out),
+            "timeout_error_after_ms": (t_err - t0) * 1000 - 500,
+            "timeout_next_call_ms": (t_next - t1) * 1000,
+        }
+        if before:
+            while any(Path(f"/proc/{pid}").exists() for pid in before):
+                if time.perf_counter() - t0 > 10:
+                    break
+                await asyncio.sleep(0.005)
+            out["timeout_worker_gone_ms"] = (time.perf_counter() - t0) * 1000 - 500
+        return out
+
+    return await with_client(server, body)
 
 
 EXIT_CAP = 10.0
@@ -396,17 +622,14 @@ async def exit_while_busy(server: Server, how: str, tool: str) -> dict[str, floa
     c = await RawClient.start(server)
     try:
         await c.initialize()
-        with tempfile.TemporaryDirectory(prefix="toolwire-bench-") as tmp:
+        # In the root: a sandboxed worker has a /tmp of its own.
+        with tempfile.TemporaryDirectory(prefix="exit-", dir=ROOT) as tmp:
             marker = Path(tmp) / "started"
             data, fut = c.call(tool, {"ms": 60_000, "marker": str(marker)})
             # Never answered: the server ends first (its EOFError is expected).
             fut.add_done_callback(lambda f: f.cancelled() or f.exception())
             await c.write(data)
-            deadline = time.monotonic() + 10
-            while not marker.exists():
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"{server.label}: the {tool} call never started")
-                await asyncio.sleep(0.005)
+            await wait_marker(marker, f"{server.label}: the {tool} call")
             t0 = time.perf_counter()
             if how == "eof":
                 assert c.proc.stdin is not None
@@ -436,7 +659,14 @@ def scenarios(quick: bool) -> list[tuple[str, Scenario]]:
         ("cold start", lambda srv: cold_start(srv, 1)),
         ("cold start, 7 built-in tools", lambda srv: cold_start_builtins(srv, 1)),
         ("cold start, 2,000 tools", lambda srv: cold_start_many(srv, 1)),
+        ("worker start", lambda srv: worker_start(srv, True)),
+        ("worker start, --sandbox none", lambda srv: worker_start(srv, False)),
         ("sequential echo", lambda srv: with_client(srv, lambda c: sequential(c, seq_n))),
+        (
+            "sequential sync echo",
+            lambda srv: with_client(srv, lambda c: sequential(c, seq_n, "echo_sync", "seq_sync")),
+        ),
+        ("worker driven directly", lambda srv: direct_worker(srv, seq_n)),
         ("pipelined echo", lambda srv: with_client(srv, lambda c: pipelined(c, 5000))),
         ("concurrent sleeps", lambda srv: with_client(srv, concurrent_sleeps)),
     ]
@@ -450,6 +680,8 @@ def scenarios(quick: bool) -> list[tuple[str, Scenario]]:
     out += [
         ("5 MiB echo", lambda srv: with_client(srv, big_echo)),
         ("memory", lambda srv: with_client(srv, memory)),
+        ("ping while a tool holds its loop", lambda srv: with_client(srv, ping_while_stuck)),
+        ("a call stuck past its timeout", timeout_stuck),
     ]
     for how in ("eof", "sigterm"):
         for tool in ("block", "hog"):
@@ -462,7 +694,11 @@ def scenarios(quick: bool) -> list[tuple[str, Scenario]]:
     return out
 
 
-async def bench_all(quick: bool) -> dict[str, dict[str, float]]:
+SPREAD = ("worker_ready_ms", "worker_ready_nosandbox_ms")
+"""Figures reported with their fastest and slowest round besides the median."""
+
+
+async def bench_all(servers: list[Server], quick: bool) -> dict[str, dict[str, float]]:
     """Run every scenario on every server, the servers taking turns within each round
     (A, B, C, A, B, C, ...), so a machine whose speed drifts affects all alike; each
     figure is the median of its rounds."""
@@ -470,19 +706,32 @@ async def bench_all(quick: bool) -> dict[str, dict[str, float]]:
         "cold start": 3 if quick else 9,
         "cold start, 7 built-in tools": 3 if quick else 9,
         "cold start, 2,000 tools": 3 if quick else 5,
+        "worker start": 9 if quick else 25,
+        "worker start, --sandbox none": 5 if quick else 15,
     }
-    samples: dict[str, dict[str, list[float]]] = {srv.label: {} for srv in SERVERS}
+    samples: dict[str, dict[str, list[float]]] = {srv.label: {} for srv in servers}
     for name, scenario in scenarios(quick):
         n = rounds.get(name, 1 if quick else 3)
         print(f"  {name} ({n} rounds)", file=sys.stderr, flush=True)
         for _ in range(n):
-            for srv in SERVERS:
+            for srv in servers:
                 for key, value in (await scenario(srv)).items():
                     samples[srv.label].setdefault(key, []).append(value)
     results = {
         label: {key: statistics.median(values) for key, values in figures.items()}
         for label, figures in samples.items()
     }
+    for label, rounds_of in samples.items():
+        for key in SPREAD:
+            if key in rounds_of:
+                results[label][f"{key}_min"] = min(rounds_of[key])
+                results[label][f"{key}_max"] = max(rounds_of[key])
+    w, i = results.get(WORKERS, {}), results.get(INPROC, {})
+    for key in ("seq_p50_ms", "seq_sync_p50_ms", "seq_p99_ms"):
+        if w.get(key) and i.get(key):
+            w[f"{key}_vs_inproc"] = w[key] / i[key]
+    if w.get("pipelined_per_s") and i.get("pipelined_per_s"):
+        w["pipelined_vs_inproc"] = w["pipelined_per_s"] / i["pipelined_per_s"]
     for figures in results.values():
         if figures.get("cold_start_ms") and "cold_start_2000_tools_ms" in figures:
             figures["many_tools_factor"] = (
@@ -504,22 +753,90 @@ ROWS: list[tuple[str, str, str]] = [
     ("many_tools_factor", "2,000 tools ÷ own 3-tool cold start (×)", "lower"),
     ("cold_start_builtins_ms", "cold start of the default host, 7 built-in tools (ms)", "lower"),
     ("many_vs_builtins_factor", "2,000 tools ÷ the 7-tool default host's start (×)", "lower"),
+    ("worker_ready_ms", "worker ready after its start, host's log line, median (ms)", "lower"),
+    ("worker_ready_ms_min", "worker ready: fastest start (ms)", "lower"),
+    ("worker_ready_ms_max", "worker ready: slowest start (ms)", "lower"),
+    ("worker_ready_nosandbox_ms", "worker ready with --sandbox none, median (ms)", "lower"),
+    ("worker_ready_nosandbox_ms_min", "worker ready with --sandbox none: fastest (ms)", "lower"),
+    ("worker_ready_nosandbox_ms_max", "worker ready with --sandbox none: slowest (ms)", "lower"),
     ("seq_p50_ms", "sequential echo p50 (ms)", "lower"),
+    ("seq_p50_ms_vs_inproc", "sequential echo p50: worker ÷ in-process (×)", "lower"),
     ("seq_p99_ms", "sequential echo p99 (ms)", "lower"),
+    ("seq_sync_p50_ms", "sequential echo, sync handler, p50 (ms)", "lower"),
+    ("seq_sync_p50_ms_vs_inproc", "sequential sync echo p50: worker ÷ in-process (×)", "lower"),
+    ("seq_sync_p99_ms", "sequential echo, sync handler, p99 (ms)", "lower"),
+    ("direct_seq_p50_ms", "echo p50, worker process driven directly, no host (ms)", "lower"),
+    ("direct_seq_sync_p50_ms", "sync echo p50, worker driven directly, no host (ms)", "lower"),
     ("pipelined_per_s", "5000 pipelined echo calls (calls/s)", "higher"),
+    ("pipelined_vs_inproc", "pipelined echo: worker ÷ in-process throughput (×)", "higher"),
     ("sleeps_20x200ms_ms", "20 concurrent 200 ms sleeps, wall (ms)", "lower"),
     ("echo_with_5_blocking_ms", "echo p50 with 5 sync calls blocking (ms)", "lower"),
     ("echo_with_39_blocking_ms", "echo p50 with 39 sync calls blocking (ms)", "lower"),
     ("echo_with_200_blocking_ms", "echo p50 with 200 sync calls blocking (ms)", "lower"),
     ("echo_5MiB_ms", "one 5 MiB echo round trip (ms)", "lower"),
     ("echo_5MiB_response_MiB", "5 MiB echo: response size (MiB)", "lower"),
-    ("idle_rss_MiB", "idle RSS (MiB)", "lower"),
-    ("peak_rss_MiB", "peak RSS (MiB)", "lower"),
+    ("idle_rss_MiB", "idle RSS of the server process (host) (MiB)", "lower"),
+    ("worker_idle_rss_MiB", "idle RSS per worker python (MiB)", "lower"),
+    ("worker_idle_pss_MiB", "idle PSS per worker python (MiB)", "lower"),
+    ("wrapper_idle_rss_MiB", "idle RSS of a worker's bubblewrap wrapper(s) (MiB)", "lower"),
+    ("idle_rss_total_MiB", "idle RSS, host + workers + wrappers (MiB)", "lower"),
+    ("peak_rss_MiB", "peak RSS of the server process (host) (MiB)", "lower"),
+    ("worker_peak_rss_MiB", "peak RSS of a worker python (MiB)", "lower"),
+    ("workers_after", "workers running after the load (2,000 pipelined + 5 MiB)", "lower"),
+    ("ping_stuck_max_ms", "ping, slowest of 5, while a tool holds its loop 2 s (ms)", "lower"),
+    (
+        "timeout_error_after_ms",
+        "0.5 s timeout of a non-yielding call: answer, ms past the timeout",
+        "lower",
+    ),
+    (
+        "timeout_is_error",
+        "… the answer is the timeout error (1 yes, 0 the tool's result)",
+        "higher",
+    ),
+    ("timeout_worker_gone_ms", "… its stuck worker gone, ms past the timeout", "lower"),
+    ("timeout_next_call_ms", "… the next echo call answered after (ms)", "lower"),
     ("exit_eof_block_ms", "exit after EOF, sync tool blocking (ms)", "lower"),
     ("exit_eof_hog_ms", "exit after EOF, async tool not yielding (ms)", "lower"),
     ("exit_sigterm_block_ms", "exit after SIGTERM, sync tool blocking (ms)", "lower"),
     ("exit_sigterm_hog_ms", "exit after SIGTERM, async tool not yielding (ms)", "lower"),
 ]
+
+Check = Callable[[dict[str, float], dict[str, float], dict[str, float]], bool | None]
+
+
+def _seq_target(w: dict[str, float], i: dict[str, float], m: dict[str, float]) -> bool | None:
+    if not (w.get("seq_p50_ms") and i.get("seq_p50_ms") and m.get("seq_p50_ms")):
+        return None
+    return w["seq_p50_ms"] <= 2 * i["seq_p50_ms"] and w["seq_p50_ms"] <= m["seq_p50_ms"] / 2
+
+
+def _bound(key: str, limit: float, strict: bool = False) -> Check:
+    def check(w: dict[str, float], i: dict[str, float], m: dict[str, float]) -> bool | None:
+        v = w.get(key)
+        if v is None:
+            return None
+        return v < limit if strict else v <= limit
+
+    return check
+
+
+def _pipelined_target(w: dict[str, float], i: dict[str, float], m: dict[str, float]) -> bool | None:
+    if not (w.get("pipelined_per_s") and m.get("pipelined_per_s")):
+        return None
+    return w["pipelined_per_s"] >= 10 * m["pipelined_per_s"]
+
+
+TARGETS: dict[str, tuple[str, Check]] = {
+    "worker_ready_ms": ("≤ 150 ms", _bound("worker_ready_ms", 150)),
+    "seq_p50_ms": ("≤ 2× in-process, ≤ ½ MCPServer", _seq_target),
+    "pipelined_per_s": ("≥ 10× MCPServer", _pipelined_target),
+    "worker_idle_rss_MiB": ("≤ 25 MiB", _bound("worker_idle_rss_MiB", 25)),
+    "ping_stuck_max_ms": ("< 100 ms", _bound("ping_stuck_max_ms", 100, strict=True)),
+    "timeout_error_after_ms": ("< 1,000 ms", _bound("timeout_error_after_ms", 1000, strict=True)),
+}
+"""Issue 13's figures for the workers column: row key → (target, check of the
+workers', in-process and MCPServer figures; None when a figure is missing)."""
 
 
 def machine() -> str:
@@ -547,21 +864,21 @@ def machine() -> str:
 
 def table(results: dict[str, dict[str, float]]) -> str:
     labels = list(results)
-    ref = "MCP SDK MCPServer"
+    ref = MCP
+    others = [lab for lab in labels if lab != ref]
     head = (
         "| measure | "
         + " | ".join(labels)
         + " | "
-        + " | ".join(
-            f"{lab.split(' ')[0]} {lab.split(' ', 1)[1] if ' ' in lab else ''} vs MCPServer".strip()
-            for lab in labels
-            if lab != ref
-        )
-        + " |"
+        + " | ".join(f"{lab} vs MCPServer" for lab in others)
+        + " | issue 13 target (workers) |"
     )
-    sep = "|" + "---|" * (1 + len(labels) + len(labels) - 1)
+    sep = "|" + "---|" * (2 + len(labels) + len(others))
     lines = [head, sep]
+    w, i, m = (results.get(lab, {}) for lab in (WORKERS, INPROC, MCP))
     for key, label, better in ROWS:
+        if all(results[lab].get(key) is None for lab in labels):
+            continue
         cells = []
         for lab in labels:
             v = results[lab].get(key)
@@ -570,9 +887,7 @@ def table(results: dict[str, dict[str, float]]) -> str:
             else:
                 cells.append("–" if v is None else (f"{v:,.0f}" if v >= 100 else f"{v:.2f}"))
         ratios = []
-        for lab in labels:
-            if lab == ref:
-                continue
+        for lab in others:
             a, b = results[lab].get(key), results[ref].get(key)
             capped = key.startswith("exit_") and max(a or 0, b or 0) >= EXIT_CAP * 1000
             if not a or not b or capped:
@@ -581,13 +896,21 @@ def table(results: dict[str, dict[str, float]]) -> str:
                 ratios.append(f"{a / b:.1f}× more")
             else:
                 ratios.append(f"{a / b:.2f}×")
-        lines.append(f"| {label} | " + " | ".join(cells) + " | " + " | ".join(ratios) + " |")
+        target = ""
+        if key in TARGETS:
+            text, check = TARGETS[key]
+            verdict = check(w, i, m)
+            target = text + ("" if verdict is None else (": met" if verdict else ": **missed**"))
+        lines.append(
+            f"| {label} | " + " | ".join(cells) + " | " + " | ".join(ratios) + f" | {target} |"
+        )
     return "\n".join(lines)
 
 
 async def main_async(args: argparse.Namespace) -> None:
-    print("benchmarking " + ", ".join(srv.label for srv in SERVERS), file=sys.stderr)
-    results = await bench_all(args.quick)
+    servers = make_servers()
+    print("benchmarking " + ", ".join(srv.label for srv in servers), file=sys.stderr)
+    results = await bench_all(servers, args.quick)
     report = table(results)
     print(report)
     if args.out:
@@ -597,7 +920,7 @@ async def main_async(args: argparse.Namespace) -> None:
             f"Run: `make bench` on {time.strftime('%Y-%m-%d')}; every figure from one run, "
             "each server spawned fresh for every measurement and driven by the same raw client; "
             "the servers take turns within each round and each figure is the median of its "
-            "rounds (9 for cold start, 3 for the rest).\n"
+            "rounds (9 for cold start, 25 for the worker's start, 3 for the rest).\n"
             "Ratios: for times and sizes, toolwire ÷ MCPServer (lower is better); "
             "for throughput, how many times more.\n\n" + report + "\n"
         )
@@ -625,7 +948,12 @@ def main() -> None:
         stdout=subprocess.DEVNULL,
     )
     subprocess.run([PY, "-c", "import toolwire.host.connection, mcp"], check=True)
-    asyncio.run(main_async(args))
+    global ROOT
+    ROOT = Path(tempfile.mkdtemp(prefix="toolwire-bench-root-"))
+    try:
+        asyncio.run(main_async(args))
+    finally:
+        shutil.rmtree(ROOT, ignore_errors=True)
 
 
 if __name__ == "__main__":

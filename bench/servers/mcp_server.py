@@ -1,4 +1,5 @@
-"""The same four tools served by the official MCP Python SDK's MCPServer, over stdio."""
+"""The benchmark's tools (toolwire_tools.py, all but stuck: MCPServer has no per-tool
+timeout) served by the official MCP Python SDK's MCPServer, over stdio."""
 
 from __future__ import annotations
 
@@ -14,6 +15,12 @@ server = MCPServer("bench", log_level="WARNING")
 @server.tool()
 async def echo(text: str) -> str:
     """Return the text unchanged."""
+    return text
+
+
+@server.tool()
+def echo_sync(text: str) -> str:
+    """Return the text unchanged (a synchronous handler)."""
     return text
 
 

@@ -1,5 +1,6 @@
-"""The benchmark's tools for toolwire: echo, sleep (async), block (synchronous) and
-hog (async, never yields)."""
+"""The benchmark's tools for toolwire: echo (async), echo_sync (the same, synchronous),
+sleep (async), block (synchronous), hog (async, never yields) and stuck (hog under a
+0.5 s timeout)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,12 @@ from toolwire.host import tool
 @tool
 async def echo(text: str) -> str:
     """Return the text unchanged."""
+    return text
+
+
+@tool
+def echo_sync(text: str) -> str:
+    """Return the text unchanged (a synchronous handler, run in a thread)."""
     return text
 
 
@@ -38,6 +45,18 @@ async def hog(ms: int, marker: str) -> str:
     """Hold the event loop for ms milliseconds without ever awaiting (a badly written
     async tool); the marker file is written when the call starts."""
     Path(marker).write_text("started")
+    end = time.monotonic() + ms / 1000
+    while time.monotonic() < end:
+        pass
+    return "done"
+
+
+@tool(timeout=0.5)
+async def stuck(ms: int, marker: str = "") -> str:
+    """Hold the event loop for ms milliseconds without awaiting, under a 0.5 s timeout
+    that cannot interrupt it; a non-empty marker names a file written when the call starts."""
+    if marker:
+        Path(marker).write_text("started")
     end = time.monotonic() + ms / 1000
     while time.monotonic() < end:
         pass
