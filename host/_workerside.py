@@ -17,7 +17,7 @@ from typing import Any
 import anyio
 
 from toolwire.errors import INVALID_PARAMS, JsonRpcError
-from toolwire.session import RequestContext, Session
+from toolwire.session import RequestContext, Session, progress_accepted
 from toolwire.streams import FdReceiveStream, FdSendStream
 
 from .arguments import ArgumentError
@@ -37,6 +37,7 @@ from .workerwire import (
     INPUT_NEEDED,
     LOG,
     PREPARE,
+    PROGRESS,
     PROTOCOL,
     TOOL_ERROR,
     TOOLS_CHANGED,
@@ -50,30 +51,38 @@ log = logging.getLogger("toolwire.worker")
 class WorkerChannel(CallChannel):
     """A call's way back to the client from inside a worker: through the host.
 
-    Progress goes out as ``notifications/progress`` on the call's own request (the host
-    passes it on to the call's client), log records as :data:`~.workerwire.LOG` tied to
-    the same progress token, questions as :data:`~.workerwire.ASK` requests.
+    Progress and log records go out as :data:`~.workerwire.PROGRESS` and
+    :data:`~.workerwire.LOG` notifications naming the call's reference, questions as
+    :data:`~.workerwire.ASK` requests.
     """
 
-    __slots__ = ("_capabilities", "_ref", "_request")
+    __slots__ = ("_capabilities", "_last", "_ref", "_request")
 
     def __init__(self, request: RequestContext, ref: Any, capabilities: dict[str, Any]) -> None:
         self._request = request
         self._ref = ref
         self._capabilities = capabilities
+        self._last: float | None = None
 
     @property
     def client_capabilities(self) -> dict[str, Any]:
         return self._capabilities
 
     def progress(self, progress: float, total: float | None, message: str | None) -> None:
-        self._request.report_progress(progress, total, message)
+        if self._request.done or not progress_accepted(self._last, progress, total):
+            return
+        self._last = progress
+        params: dict[str, Any] = {"ref": self._ref, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        self._request.session.notify(PROGRESS, params)
 
     def log(self, level: str, data: Any, logger: str | None) -> None:
-        token = self._request.progress_token
-        if token is None or self._request.done:
+        if self._request.done:
             return
-        params: dict[str, Any] = {"progressToken": token, "level": level, "data": data}
+        params: dict[str, Any] = {"ref": self._ref, "level": level, "data": data}
         if logger is not None:
             params["logger"] = logger
         self._request.session.notify(LOG, params)

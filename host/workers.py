@@ -46,6 +46,7 @@ from toolwire.session import RequestContext, Session
 from toolwire.streams import FdReceiveStream, FdSendStream
 
 from .arguments import Arguments
+from .channel import LOG_LEVELS
 from .context import ToolContext
 from .definition import Tool, ToolDefinitionError
 from .hooks import Block, IncomingCall, ResultPatch, after_tool_call, before_tool_call
@@ -61,6 +62,7 @@ from .workerwire import (
     INPUT_NEEDED,
     LOG,
     PREPARE,
+    PROGRESS,
     PROTOCOL,
     TOOL_ERROR,
     TOOLS_CHANGED,
@@ -91,6 +93,12 @@ START_TIMEOUT = 60.0
 
 RESTART_BACKOFF = (0.0, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0)
 """Pause before starting a worker after 0, 1, 2, ... deaths in a row (seconds)."""
+
+QUICK_CALL = 0.001
+"""Calls of a module that typically take less than this (seconds) go to its first worker
+while it has fewer than :data:`QUICK_BATCH` in flight (:meth:`WorkerPool.acquire`)."""
+
+QUICK_BATCH = 64
 
 HEALTHY_SECONDS = 10.0
 """A worker that lived this long resets the count of deaths in a row."""
@@ -342,6 +350,8 @@ class WorkerProcess:
         session.request_handlers[ASK] = self._answer_ask
         session.on_malformed = self._malformed
         session.notification_handlers[TOOLS_CHANGED] = self._tools_changed
+        session.notification_handlers[PROGRESS] = self._progress
+        session.notification_handlers[LOG] = self._log
         self.session = session
         tg.start_soon(self._serve, session)
         tg.start_soon(self._watch_exit)
@@ -377,6 +387,37 @@ class WorkerProcess:
         if type(ref) is not int or ref not in self.refs:
             raise JsonRpcError(TOOL_ERROR, "no call of this worker has that reference")
         return await self.pool.workers_owner.answer_ask(params, rctx)
+
+    def _call_of(self, params: Any) -> ToolContext | None:
+        """The context of the call ``params["ref"]`` names, if it is in flight here."""
+        ref = params.get("ref") if type(params) is dict else None
+        if type(ref) is not int or ref not in self.refs:
+            return None
+        return self.pool.workers_owner.live.contexts.get(ref)
+
+    def _progress(self, params: Any) -> None:
+        ctx = self._call_of(params)
+        if ctx is None:
+            return
+        progress, total, message = (
+            params.get("progress"),
+            params.get("total"),
+            params.get("message"),
+        )
+        if isinstance(progress, (int, float)) and not isinstance(progress, bool):
+            ctx.channel.progress(
+                progress,
+                total if isinstance(total, (int, float)) and not isinstance(total, bool) else None,
+                message if isinstance(message, str) else None,
+            )
+
+    def _log(self, params: Any) -> None:
+        ctx = self._call_of(params)
+        level = params.get("level") if ctx is not None else None
+        if ctx is None or not isinstance(level, str) or level not in LOG_LEVELS:
+            return
+        logger = params.get("logger")
+        ctx.channel.log(level, params.get("data"), logger if isinstance(logger, str) else None)
 
     def _tools_changed(self, params: Any) -> None:
         tools = params.get("tools") if type(params) is dict else None
@@ -511,6 +552,8 @@ class WorkerPool:
         self._deaths = 0
         self._not_before = 0.0
         self.sandboxed = owner.sandbox is not None and owner.sandbox.active
+        self.typical: float | None = None
+        """A moving average of how long this module's calls take in a worker (seconds)."""
 
     def visible_paths(self) -> list[str]:
         """Host paths the worker must see read-only: a ``--tools`` file with the Python
@@ -588,7 +631,9 @@ class WorkerPool:
     async def acquire(self) -> WorkerProcess:
         """A worker for one more request (its ``in_flight`` already counted).
 
-        An idle ready worker; else an idle worker still starting (waited for); else the
+        For a module whose calls typically take under :data:`QUICK_CALL`, the first ready
+        worker while it has fewer than :data:`QUICK_BATCH` calls in flight. Otherwise an
+        idle ready worker; else an idle worker still starting (waited for); else the
         least busy ready worker (a busy worker still runs the call, in a thread or beside
         its other coroutines). When no worker is alive, one is started and waited for,
         after the restart pause. Whenever a call takes the last idle worker, one more
@@ -604,7 +649,12 @@ class WorkerPool:
         ready = [w for w in alive if w.ready.is_set()]
         idle = [w for w in ready if w.in_flight == 0]
         pick: WorkerProcess | None
-        if idle:
+        quick = self.typical is not None and self.typical < QUICK_CALL
+        if quick and ready and ready[0].in_flight < QUICK_BATCH:
+            # Calls that take well under a millisecond: one worker answers a burst of
+            # them faster than two that each wake up per call.
+            pick = ready[0]
+        elif idle:
             pick = idle[0]
         else:
             # A worker that is starting and has nothing to do yet takes the call (it is
@@ -698,14 +748,11 @@ class WorkerPool:
         params["ref"] = ref
         if ref:
             worker.refs.add(ref)
-        listener = _listener(ctx) if ctx is not None else None
         abandoned: list[anyio.Event] = []
         try:
             assert worker.session is not None
             with anyio.move_on_after(timeout):
-                return await worker.session.request(
-                    method, params, on_progress=listener, on_abandon=abandoned.append
-                )
+                return await worker.session.request(method, params, on_abandon=abandoned.append)
             # Timed out: answered once the handler has stopped (or its worker is gone).
             if abandoned:
                 await worker.settle(abandoned[0])
@@ -743,8 +790,11 @@ class WorkerPool:
             "callId": ctx.call_id,
             "capabilities": ctx.client_capabilities,
         }
+        began = time.monotonic()
         try:
             result = await self.request("tools/call", params, ctx, name, timeout=ctx.timeout)
+            took = time.monotonic() - began
+            self.typical = took if self.typical is None else 0.8 * self.typical + 0.2 * took
         except _TimedOut:
             return WireResult(
                 error_result(
@@ -775,29 +825,6 @@ def _under(path: str, base: str) -> bool:
 def _python_source(change: Any, path: str) -> bool:
     """watchfiles filter: Python sources only (no caches, no editor swap files)."""
     return path.endswith(".py") and "__pycache__" not in path
-
-
-def _listener(ctx: ToolContext) -> Callable[[str, dict[str, Any]], None]:
-    channel = ctx.channel
-
-    def listen(method: str, params: dict[str, Any]) -> None:
-        if method == "notifications/progress":
-            progress = params.get("progress")
-            total = params.get("total")
-            message = params.get("message")
-            if isinstance(progress, (int, float)):
-                channel.progress(
-                    progress,
-                    total if isinstance(total, (int, float)) else None,
-                    message if isinstance(message, str) else None,
-                )
-        elif method == LOG:
-            level = params.get("level")
-            logger = params.get("logger")
-            if isinstance(level, str):
-                channel.log(level, params.get("data"), logger if isinstance(logger, str) else None)
-
-    return listen
 
 
 def remote_tool(pool: WorkerPool, description: dict[str, Any]) -> Tool:

@@ -19,6 +19,7 @@ __all__ = [
     "INPUT_NEEDED",
     "LOG",
     "PREPARE",
+    "PROGRESS",
     "PROTOCOL",
     "TOOLS_CHANGED",
     "TOOL_ERROR",
@@ -51,8 +52,14 @@ ASK = "toolwire/worker/ask"
 :data:`TOOL_ERROR` (the ask failed; its message is the tool's error)."""
 
 LOG = "toolwire/worker/log"
-"""worker → host notification: ``ctx.log`` of a call. Params ``{"progressToken": the
-call's token, "level", "data", "logger"?}`` (tied to the call like its progress)."""
+"""worker → host notification: ``ctx.log`` of a call. Params ``{"ref", "level", "data",
+"logger"?}``; the host accepts it only for a call in flight in that worker."""
+
+PROGRESS = "toolwire/worker/progress"
+"""worker → host notification: ``ctx.report_progress`` of a call. Params ``{"ref",
+"progress", "total"?, "message"?}``; the host passes it on as the call's
+``notifications/progress`` (when its client asked for progress), for calls in flight in
+that worker only."""
 
 TOOLS_CHANGED = "toolwire/worker/toolsChanged"
 """worker → host notification: the module changed its registry at run time (``register``
