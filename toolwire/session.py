@@ -590,10 +590,14 @@ class Session:
         finished = False
         abandoned = False
         try:
-            with anyio.move_on_after(timeout) as scope:
+            if timeout is None:  # no cancel scope to set up: the common case
                 await pending.event.wait()
                 finished = True
-            if scope.cancelled_caught and not finished:
+            else:
+                with anyio.move_on_after(timeout):
+                    await pending.event.wait()
+                    finished = True
+            if not finished:
                 self._send_cancel(req_id, f"timed out after {timeout}s")
                 raise JsonRpcError(
                     REQUEST_TIMEOUT, f"Request timed out after {timeout}s", {"timeout": timeout}
