@@ -128,7 +128,12 @@ def load_module(registry: Registry, config: dict[str, Any]) -> list[str]:
             registry.add(fn)
         module = sys_module_of(obj)
     else:
-        module = import_spec(spec, fresh=True)
+        source: bytes | None = None
+        fd = config.get("sourceFd")
+        if type(fd) is int:
+            with os.fdopen(fd, "rb") as f:
+                source = f.read()
+        module = import_spec(spec, fresh=True, source=source)
         for fn in tools_in(module):
             registry.add(fn)
         for hook in hooks_in(module):

@@ -35,20 +35,27 @@ ENTRY_POINT_GROUP = "toolwire.tools"
 class _FreshSourceLoader(importlib.machinery.SourceFileLoader):
     """Compiles the file from its source every time, never from ``__pycache__``: a file
     rewritten within the same second at the same size would otherwise be served from
-    its stale bytecode (the cache is keyed on whole-second mtime and size)."""
+    its stale bytecode (the cache is keyed on whole-second mtime and size). With
+    ``source`` given, compiles that instead of what the file holds now."""
+
+    def __init__(self, fullname: str, path: str, source: bytes | None = None) -> None:
+        super().__init__(fullname, path)
+        self._source = source
 
     def get_code(self, fullname: str) -> types.CodeType:
-        source = self.get_data(self.path)
+        source = self._source if self._source is not None else self.get_data(self.path)
         return compile(source, self.path, "exec", dont_inherit=True)
 
 
-def import_spec(spec: str, *, fresh: bool = False) -> types.ModuleType:
+def import_spec(spec: str, *, fresh: bool = False, source: bytes | None = None) -> types.ModuleType:
     """Import ``spec``: a path to a ``.py`` file, or a dotted module name.
 
     Args:
         spec: the file or module.
         fresh: compile a file from its source, ignoring its cached bytecode (a worker
             process loading a module that ``--reload`` may have just changed).
+        source: the file's source to compile instead of its current contents (implies
+            ``fresh``): what the worker's generation read.
 
     Raises:
         ImportError: the file or module cannot be loaded.
@@ -60,7 +67,9 @@ def import_spec(spec: str, *, fresh: bool = False) -> types.ModuleType:
         real = path.resolve()
         digest = f"{zlib.crc32(str(real).encode()):08x}"
         name = f"toolwire_user_{real.stem}_{digest}"
-        loader = _FreshSourceLoader(name, str(real)) if fresh else None
+        loader = (
+            _FreshSourceLoader(name, str(real), source) if fresh or source is not None else None
+        )
         module_spec = importlib.util.spec_from_file_location(name, real, loader=loader)
         if module_spec is None or module_spec.loader is None:
             raise ImportError(f"cannot load {spec}")

@@ -241,6 +241,7 @@ class WorkerProcess:
         self._proc: subprocess.Popen[bytes] | None = None
         self._pidfd: int | None = None
         self._info_r = -1
+        self._source_fd = -1
         self._wrapped: Any = None
 
     @property
@@ -253,7 +254,7 @@ class WorkerProcess:
         spec = self.pool.module.spec
         if self.pool.module.kind == "tools" and (spec.endswith(".py") or os.path.isfile(spec)):
             spec = os.path.abspath(spec)  # the worker starts in the root, not our cwd
-        config = {
+        config: dict[str, Any] = {
             "spec": spec,
             "kind": self.pool.module.kind,
             "root": str(workers.root),
@@ -261,6 +262,16 @@ class WorkerProcess:
             "maxThreads": workers.max_threads,
             "logLevel": workers.log_level,
         }
+        extra_fds: tuple[int, ...] = ()
+        if self.pool.source is not None:
+            # Every worker of a generation runs the source it was created with, even
+            # when the file changed since (a worker restarted after a broken edit).
+            fd = os.memfd_create("toolwire-module", os.MFD_CLOEXEC)
+            os.write(fd, self.pool.source)
+            os.lseek(fd, 0, os.SEEK_SET)
+            self._source_fd = fd
+            config["sourceFd"] = fd
+            extra_fds = (fd,)
         argv = [sys.executable, "-P", "-m", WORKER_MODULE, json.dumps(config)]
         sandbox = workers.sandbox
         base = os.environ if sandbox is None else sandbox.environment(os.environ, {})
@@ -271,8 +282,8 @@ class WorkerProcess:
                 wrapped = sandbox.wrap(
                     argv, root=workers.root, cwd=workers.root, env=env, skip_limits=("cpu_seconds",)
                 )
-                return wrapped.argv, wrapped.env, ()
-            return argv, env, ()
+                return wrapped.argv, wrapped.env, extra_fds
+            return argv, env, extra_fds
         info_r, info_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
         self._info_r = info_r
         try:
@@ -290,7 +301,7 @@ class WorkerProcess:
             raise
         self._wrapped = wrapped
         self._info_w = info_w
-        return wrapped.argv, wrapped.env, wrapped.pass_fds
+        return wrapped.argv, wrapped.env, (*wrapped.pass_fds, *extra_fds)
 
     async def start(self, tg: TaskGroup) -> None:
         """Start the process and wait for its ``initialize`` answer.
@@ -336,6 +347,9 @@ class WorkerProcess:
             if self._wrapped is not None:
                 self._wrapped.close_fds()
                 os.close(self._info_w)
+            if self._source_fd >= 0:
+                os.close(self._source_fd)
+                self._source_fd = -1
         self.pid = self._proc.pid
         with contextlib.suppress(AttributeError, OSError):
             self._pidfd = os.pidfd_open(self.pid)
@@ -552,6 +566,15 @@ class WorkerPool:
         self._deaths = 0
         self._not_before = 0.0
         self.sandboxed = owner.sandbox is not None and owner.sandbox.active
+        self.source: bytes | None = None
+        """The ``--tools`` file's source as this generation read it (None for modules)."""
+        spec = module.spec
+        if module.kind == "tools" and (spec.endswith(".py") or os.path.isfile(spec)):
+            try:
+                with open(spec, "rb") as f:
+                    self.source = f.read()
+            except OSError:
+                self.source = None  # the worker reports the missing file
         self.typical: float | None = None
         """A moving average of how long this module's calls take in a worker (seconds)."""
 
@@ -587,8 +610,22 @@ class WorkerPool:
             WorkerStartError: see :meth:`WorkerProcess.start`.
         """
         worker = self._new_worker()
-        await self._start(worker)
-        self.keep_spare_idle()
+        if self.size < 2:
+            await self._start(worker)
+            return worker
+        # Two at once (as fast as one on two cores): the first concurrent calls after
+        # start-up or a reload then find two ready workers.
+        second = self._new_worker()
+        failed: WorkerStartError | None = None
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._start_spare, second, False)
+            try:
+                await self._start(worker)
+            except WorkerStartError as exc:
+                failed = exc  # raised below, outside the task group
+                second.kill("its module did not load")
+        if failed is not None:
+            raise failed
         return worker
 
     def _new_worker(self) -> WorkerProcess:
@@ -696,12 +733,6 @@ class WorkerPool:
         self.keep_spare()
         return pick
 
-    def keep_spare_idle(self) -> None:
-        """Start a second worker in the background (at start-up and after a reload), so
-        two concurrent calls find two workers from the start (when the size allows)."""
-        if self.size >= 2 and not self.retired and not self.workers_owner.closing:
-            self.workers_owner.spawn(self._start_spare, self._new_worker())
-
     def keep_spare(self) -> None:
         """Start one more worker in the background when none is idle (or starting) and
         the pool is below its size."""
@@ -713,16 +744,19 @@ class WorkerPool:
         worker = self._new_worker()
         self.workers_owner.spawn(self._start_spare, worker)
 
-    async def _start_spare(self, worker: WorkerProcess) -> None:
+    async def _start_spare(self, worker: WorkerProcess, report: bool = True) -> None:
         wait = self._not_before - time.monotonic()
         if wait > 0:
             await anyio.sleep(wait)
         try:
             await self._start(worker)
         except WorkerStartError as exc:
-            if exc.import_failed:
+            serving = any(w.alive and w.ready.is_set() for w in self.workers)
+            if exc.import_failed and not serving and report:
                 self.workers_owner.module_broken(self, exc)
             else:
+                # The workers already running keep serving (a file changed under them
+                # is reloaded, or reported, by --reload).
                 log.warning("%s: a spare worker did not start: %s", self.module.label, exc)
 
     async def request(

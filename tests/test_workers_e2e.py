@@ -501,13 +501,17 @@ def _workers_of(root: Path) -> list[int]:
     return pids
 
 
-def test_the_host_logs_each_worker_it_starts(tmp_path: Path) -> None:
-    with worker_host(tmp_path, "process", ["--log-level", "info"]) as h:
-        (pid,) = _ready_pids(h)
-        assert pid != h.proc.pid
-        assert "worker_tools" in _READY.findall(h.stderr)[0][0], h.stderr
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-        assert b"toolwire.host.worker" in cmdline, cmdline
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_the_host_logs_each_worker_it_starts(tmp_path: Path, workers: str) -> None:
+    # A module starts with two workers (one with --workers 1), each said on stderr.
+    with worker_host(tmp_path, "process", ["--workers", workers, "--log-level", "info"]) as h:
+        pids = _ready_pids(h, int(workers))
+        assert len(pids) == int(workers), h.stderr
+        for pid in pids:
+            assert pid != h.proc.pid
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            assert b"toolwire.host.worker" in cmdline, cmdline
+        assert all("worker_tools" in m[0] for m in _READY.findall(h.stderr)), h.stderr
 
 
 def test_a_worker_killed_from_outside_costs_its_calls(tmp_path: Path) -> None:
