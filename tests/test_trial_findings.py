@@ -22,7 +22,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e_helpers import wait_until
 from tests.hostproc import HOST_COMMAND, HostProcess
 
 LIMIT = 1024 * 1024 * 1024
