@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e_helpers import wait_until
 from tests.hostproc import HOST_COMMAND, HostProcess
 
 LIMIT = 1024 * 1024 * 1024
@@ -297,3 +298,64 @@ def test_toolwire_call_does_not_pass_raw_escapes_from_a_worker(tmp_path: Path, r
     )
     assert out.returncode == 0, out.stderr.decode(errors="replace")
     assert b"\x1b]0;pwned" not in out.stderr + out.stdout
+
+
+RELOAD_V1 = """
+from toolwire.host import tool
+
+@tool
+def ping() -> str:
+    \"\"\"Answers pong.\"\"\"
+    return "pong"
+"""
+
+RELOAD_V2 = """
+from toolwire.host import _workerside, before_tool_call, tool
+
+@tool
+def ping() -> str:
+    \"\"\"Answers pong.\"\"\"
+    return "pong"
+
+@before_tool_call
+def watch(call, args, ctx):
+    return None
+
+_initialize = _workerside._Worker.initialize
+
+def initialize(self, params, ctx):
+    info = _initialize(self, params, ctx)
+    info["hooks"][0]["tools"] = 5  # not a list of names
+    return info
+
+_workerside._Worker.initialize = initialize
+"""
+
+
+def test_a_malformed_worker_answer_on_reload_does_not_stop_the_host(
+    tmp_path: Path, root: Path
+) -> None:
+    """Finding: on ``--reload`` the host turns the new worker's ``initialize`` answer into
+    stand-in tools and hooks catching only WorkerStartError and ValueError; a hook whose
+    ``tools`` is not a list (TypeError) ends the whole host instead of leaving the
+    previous version serving (protocol.md §12)."""
+    mod = _module(tmp_path, "reloaded.py", RELOAD_V1)
+    with HostProcess(["--root", str(root), "--tools", str(mod), "--workers", "1", "--reload"]) as h:
+        assert "result" in h.initialize()
+        h.request("logging/setLevel", {"level": "info"})
+        assert "pong" in json.dumps(h.call("ping", {}))
+        mod.write_text(textwrap.dedent(RELOAD_V2))
+        seen: list[object] = []
+
+        def reload_reported() -> bool:
+            seen.extend(h.drain())
+            return h.proc.poll() is not None or any(
+                isinstance(m, dict)
+                and m.get("method") == "notifications/message"
+                and "eload" in str(m.get("params", {}).get("data"))
+                for m in seen
+            )
+
+        wait_until(reload_reported, timeout=30, what="the reload to be reported")
+        assert h.proc.poll() is None, f"the host exited; stderr:\n{h.stderr[-1500:]}"
+        assert "pong" in json.dumps(h.call("ping", {}))
