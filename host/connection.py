@@ -209,6 +209,9 @@ def start_workers(
         log_level=config.log_level,
         notify=lambda level, text: server.send_log(level, text, "toolwire"),
         host_closing=lambda: server.session is not None and server.session.closing,
+        client_backlogged=lambda: (
+            server.session is not None and server.session.queued_bytes > server.session.high_water
+        ),
     )
 
 

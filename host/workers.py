@@ -40,7 +40,7 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
-from toolwire.errors import CONNECTION_CLOSED, INTERNAL_ERROR, JsonRpcError
+from toolwire.errors import CONNECTION_CLOSED, INTERNAL_ERROR, METHOD_NOT_FOUND, JsonRpcError
 from toolwire.framing import DEFAULT_MAX_MESSAGE_SIZE
 from toolwire.session import RequestContext, Session
 from toolwire.streams import FdReceiveStream, FdSendStream
@@ -48,8 +48,9 @@ from toolwire.streams import FdReceiveStream, FdSendStream
 from .arguments import Arguments
 from .channel import LOG_LEVELS
 from .context import ToolContext
-from .definition import Tool, ToolDefinitionError
+from .definition import Tool
 from .hooks import Block, IncomingCall, ResultPatch, after_tool_call, before_tool_call
+from .loading import ENTRY_POINT_GROUP
 from .registry import Registry
 from .results import ProtocolFailure, ToolError, WireResult, error_result
 from .rounds import InputNeeded
@@ -100,6 +101,13 @@ while it has fewer than :data:`QUICK_BATCH` in flight (:meth:`WorkerPool.acquire
 
 QUICK_BATCH = 64
 
+QUICK_STALL = 0.02
+"""Seconds without an answer after which a busy first worker is passed over even for
+quick calls (one of its calls is slow after all)."""
+
+MAX_QUEUED_FOR_WORKER = 256 * 1024 * 1024
+"""Bytes the host queues for a worker that does not read, before it kills it (256 MiB)."""
+
 HEALTHY_SECONDS = 10.0
 """A worker that lived this long resets the count of deaths in a row."""
 
@@ -141,6 +149,78 @@ MAX_SIBLINGS = 512
 """Most Python files and packages beside a ``--tools`` file made visible to its workers."""
 
 
+MAX_STDERR_LINE = 16 * 1024
+"""Longest line of a worker's stderr passed on in one piece (characters)."""
+
+
+def printable(line: str) -> str:
+    """``line`` with every character a terminal would act on shown as an escape
+    (C0 and C1 controls but tab, DEL, bidirectional and other format characters)."""
+    if line.isprintable():
+        return line
+    out = []
+    for ch in line:
+        if ch.isprintable() or ch == "\t":
+            out.append(ch)
+        else:
+            code = ord(ch)
+            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+    return "".join(out)
+
+
+async def copy_stderr(fd: int) -> None:
+    """Pass a worker's stderr (its log records, what its tools print, a crash's traceback)
+    on to the host's stderr, a line at a time with control characters escaped: what a
+    tool module writes there can neither drive the terminal of a ``toolwire call`` nor
+    forge the host's own lines undetectably. Ends at end-of-file; owns ``fd``."""
+    stream = FdReceiveStream(fd)
+    pending = b""
+    try:
+        while True:
+            try:
+                data = await stream.receive()
+            except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                break
+            pending += data
+            *lines, pending = pending.split(b"\n")
+            while len(pending) > MAX_STDERR_LINE:
+                lines.append(pending[:MAX_STDERR_LINE])
+                pending = pending[MAX_STDERR_LINE:]
+            if lines:
+                text = "".join(printable(line.decode("utf-8", "replace")) + "\n" for line in lines)
+                with contextlib.suppress(OSError, ValueError):
+                    sys.stderr.write(text)
+                    sys.stderr.flush()
+        if pending:
+            with contextlib.suppress(OSError, ValueError):
+                sys.stderr.write(printable(pending.decode("utf-8", "replace")) + "\n")
+                sys.stderr.flush()
+    finally:
+        with anyio.CancelScope(shield=True):
+            await stream.aclose()
+
+
+def _module_location(name: str) -> list[str]:
+    """Where the top-level package (its directories) or module (its file) of the dotted
+    ``name`` lies; found without importing anything (a top-level name imports nothing)."""
+    import importlib.util
+
+    top = name.split(".", 1)[0]
+    if not top:
+        return []
+    try:
+        found = importlib.util.find_spec(top)
+    except (ImportError, ValueError):
+        return []
+    if found is None:
+        return []
+    if found.submodule_search_locations:
+        return [os.path.realpath(p) for p in found.submodule_search_locations]
+    if found.origin and os.path.isabs(found.origin):
+        return [os.path.realpath(found.origin)]
+    return []
+
+
 def importable_beside(module_file: str) -> list[str]:
     """``module_file`` and the Python modules (``*.py``) and packages (directories with an
     ``__init__.py``) in its directory, the module file first; at most
@@ -169,6 +249,43 @@ def importable_beside(module_file: str) -> list[str]:
                 module_file,
             )
             break
+    return out
+
+
+_PATTERN_KEYS = ("pattern", "patternProperties", "propertyNames", "format")
+
+
+_SUBSCHEMA: tuple[str, ...] = ("items", "additionalProperties", "contains", "not", "if")
+_SUBSCHEMA += ("then", "else", "unevaluatedItems", "unevaluatedProperties", "additionalItems")
+_SUBSCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
+_SUBSCHEMA_MAPS = ("properties", "$defs", "definitions", "dependentSchemas")
+
+
+def without_patterns(schema: Any) -> Any:
+    """A copy of a JSON Schema without regular expressions or formats (``pattern``,
+    ``patternProperties``, ``propertyNames``, ``format``), loosened where they mattered
+    (``additionalProperties`` beside ``patternProperties``): what the host checks of a
+    worker's tool, whose worker then checks the whole schema. Python's regular
+    expressions can take exponential time on a crafted input, and the host must not
+    spend it on a pattern a tool module chose. Only subschemas are rewritten; values
+    (``enum``, ``const``, ``default``) and property names are kept as they are."""
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in _PATTERN_KEYS:
+            continue
+        if key in _SUBSCHEMA:
+            out[key] = without_patterns(value)
+        elif key in _SUBSCHEMA_LISTS and isinstance(value, list):
+            out[key] = [without_patterns(v) for v in value]
+        elif key in _SUBSCHEMA_MAPS and isinstance(value, dict):
+            out[key] = {k: without_patterns(v) for k, v in value.items()}
+        else:
+            out[key] = value
+    if "patternProperties" in schema or "propertyNames" in schema:
+        out.pop("additionalProperties", None)
+        out.pop("unevaluatedProperties", None)
     return out
 
 
@@ -234,6 +351,8 @@ class WorkerProcess:
         self.returncode: int | None = None
         self.started_at = time.monotonic()
         self.retiring = False
+        self.last_done = 0.0
+        """When a request to this worker last ended (monotonic seconds)."""
         self.refs: set[int] = set()
         """References of the calls and hooks in flight in this worker (what it may ask for)."""
         self.unsettled = 0
@@ -242,6 +361,8 @@ class WorkerProcess:
         self._pidfd: int | None = None
         self._info_r = -1
         self._source_fd = -1
+        self._stderr_r = -1
+        self._stderr_w = -1
         self._wrapped: Any = None
 
     @property
@@ -325,25 +446,33 @@ class WorkerProcess:
         from_worker_r, from_worker_w = os.pipe2(os.O_CLOEXEC)
         try:
             argv, env, pass_fds = self._argv_env()
+            err_r, err_w = os.pipe2(os.O_CLOEXEC)
+            self._stderr_r = err_r
+            self._stderr_w = err_w
             self._proc = subprocess.Popen(
                 argv,
                 stdin=to_worker_r,
                 stdout=from_worker_w,
-                stderr=None,
+                stderr=err_w,
                 cwd=str(workers.root),
                 env=env,
                 close_fds=True,
                 pass_fds=pass_fds,
             )
         except OSError as exc:
-            for fd in (to_worker_w, from_worker_r):
-                os.close(fd)
+            for fd in (to_worker_w, from_worker_r, self._stderr_r):
+                if fd >= 0:
+                    os.close(fd)
+            self._stderr_r = -1
             raise WorkerStartError(
                 f"its worker process could not start: {exc}", import_failed=False
             ) from None
         finally:
             os.close(to_worker_r)
             os.close(from_worker_w)
+            if self._stderr_w >= 0:
+                os.close(self._stderr_w)
+                self._stderr_w = -1
             if self._wrapped is not None:
                 self._wrapped.close_fds()
                 os.close(self._info_w)
@@ -366,9 +495,13 @@ class WorkerProcess:
         session.notification_handlers[TOOLS_CHANGED] = self._tools_changed
         session.notification_handlers[PROGRESS] = self._progress
         session.notification_handlers[LOG] = self._log
+        session.unknown_method_handler = self._unexpected
+        session.max_queued = MAX_QUEUED_FOR_WORKER
         self.session = session
         tg.start_soon(self._serve, session)
         tg.start_soon(self._watch_exit)
+        tg.start_soon(copy_stderr, self._stderr_r)
+        self._stderr_r = -1  # copy_stderr owns it
         try:
             with anyio.fail_after(START_TIMEOUT):
                 info = await session.request("initialize", {"protocolVersion": PROTOCOL})
@@ -402,6 +535,11 @@ class WorkerProcess:
             raise JsonRpcError(TOOL_ERROR, "no call of this worker has that reference")
         return await self.pool.workers_owner.answer_ask(params, rctx)
 
+    def _unexpected(self, method: str) -> JsonRpcError:
+        """A request the host never serves for a worker: the worker broke the protocol."""
+        self._malformed(f"an unexpected request {method[:64]!r}")
+        return JsonRpcError(METHOD_NOT_FOUND, "Method not found")
+
     def _call_of(self, params: Any) -> ToolContext | None:
         """The context of the call ``params["ref"]`` names, if it is in flight here."""
         ref = params.get("ref") if type(params) is dict else None
@@ -411,8 +549,8 @@ class WorkerProcess:
 
     def _progress(self, params: Any) -> None:
         ctx = self._call_of(params)
-        if ctx is None:
-            return
+        if ctx is None or self.pool.workers_owner.client_backlogged():
+            return  # progress is lossy: never queued for a client that is not reading
         progress, total, message = (
             params.get("progress"),
             params.get("total"),
@@ -427,6 +565,9 @@ class WorkerProcess:
 
     def _log(self, params: Any) -> None:
         ctx = self._call_of(params)
+        if ctx is not None and self.pool.workers_owner.client_backlogged():
+            self.pool.workers_owner.dropped_logs += 1
+            return  # never queued without bound for a client that is not reading
         level = params.get("level") if ctx is not None else None
         if ctx is None or not isinstance(level, str) or level not in LOG_LEVELS:
             return
@@ -578,6 +719,21 @@ class WorkerPool:
         self.typical: float | None = None
         """A moving average of how long this module's calls take in a worker (seconds)."""
 
+    def own_paths(self) -> list[str]:
+        """What ``--reload`` watches for this module, decided by the host (never by what
+        the worker says): a ``--tools`` file itself, or the package directory or module
+        file a module name or an entry point's module resolves to."""
+        spec = self.module.spec
+        if self.module.kind == "tools" and (spec.endswith(".py") or os.path.isfile(spec)):
+            return [os.path.realpath(spec)]
+        name = spec
+        if self.module.kind == "entry_point":
+            import importlib.metadata
+
+            eps = importlib.metadata.entry_points(group=ENTRY_POINT_GROUP, name=spec)
+            name = next((ep.module for ep in eps), "")
+        return _module_location(name)
+
     def visible_paths(self) -> list[str]:
         """Host paths the worker must see read-only: a ``--tools`` file with the Python
         modules and packages beside it (what it can import; not the other files of its
@@ -586,22 +742,7 @@ class WorkerPool:
         spec = self.module.spec
         if self.module.kind == "tools" and (spec.endswith(".py") or os.path.isfile(spec)):
             return importable_beside(os.path.realpath(spec))
-        import importlib.util
-
-        top = spec.split(".", 1)[0] if self.module.kind == "tools" else ""
-        if not top:
-            return []
-        try:
-            found = importlib.util.find_spec(top)  # a top-level name imports nothing
-        except (ImportError, ValueError):
-            return []
-        if found is None:
-            return []
-        if found.submodule_search_locations:
-            return [os.path.realpath(p) for p in found.submodule_search_locations]
-        if found.origin and os.path.isabs(found.origin):
-            return [os.path.realpath(found.origin)]
-        return []
+        return _module_location(spec) if self.module.kind == "tools" else []
 
     async def start_first(self) -> WorkerProcess:
         """Start the pool's first worker (at host start-up or after a reload).
@@ -687,10 +828,16 @@ class WorkerPool:
         idle = [w for w in ready if w.in_flight == 0]
         pick: WorkerProcess | None
         quick = self.typical is not None and self.typical < QUICK_CALL
-        if quick and ready and ready[0].in_flight < QUICK_BATCH:
+        first = ready[0] if ready else None
+        if (
+            quick
+            and first is not None
+            and first.in_flight < QUICK_BATCH
+            and (first.in_flight == 0 or time.monotonic() - first.last_done < QUICK_STALL)
+        ):
             # Calls that take well under a millisecond: one worker answers a burst of
             # them faster than two that each wake up per call.
-            pick = ready[0]
+            pick = first
         elif idle:
             pick = idle[0]
         else:
@@ -804,6 +951,7 @@ class WorkerPool:
             raise ToolError(f'Tool "{tool_name}" failed: its worker process {what}') from None
         finally:
             worker.in_flight -= 1
+            worker.last_done = time.monotonic()
             if ref:
                 owner.live.remove(ref)
                 worker.refs.discard(ref)
@@ -875,6 +1023,21 @@ def remote_tool(pool: WorkerPool, description: dict[str, Any]) -> Tool:
     schema = d.get("inputSchema")
     if not isinstance(schema, dict):
         raise ValueError(f"tool {name!r} from {pool.module.label} has no input schema")
+    mutates = description.get("mutates") or []
+    timeout = description.get("timeout")
+    mode = description.get("executionMode", "parallel")
+    if (
+        not isinstance(mutates, list)
+        or not all(isinstance(m, str) for m in mutates)
+        or not (timeout is None or (isinstance(timeout, (int, float)) and timeout > 0))
+        or mode not in ("parallel", "sequential")
+        or not isinstance(d.get("description", ""), str)
+        or not (d.get("annotations") is None or isinstance(d.get("annotations"), dict))
+        or not (d.get("outputSchema") is None or isinstance(d.get("outputSchema"), dict))
+        or not (d.get("_meta") is None or isinstance(d.get("_meta"), dict))
+        or not (d.get("title") is None or isinstance(d.get("title"), str))
+    ):
+        raise ValueError(f"malformed description of tool {name!r} from {pool.module.label}")
 
     async def handler(arguments: dict[str, Any], ctx: ToolContext) -> WireResult:
         return await pool.call(name, arguments, ctx)
@@ -897,14 +1060,16 @@ def remote_tool(pool: WorkerPool, description: dict[str, Any]) -> Tool:
         input_schema=schema,
         handler=handler,
         is_async=True,
-        validator=Arguments(ArgumentSchema(schema), "schema", param="arguments"),
+        # Checked here without the schema's regular expressions (the worker checks them):
+        # a pattern the module chose must not be able to hold the host (ReDoS).
+        validator=Arguments(ArgumentSchema(without_patterns(schema)), "schema", param="arguments"),
         context_param="ctx",
         output_schema=d.get("outputSchema"),
         annotations=d.get("annotations"),
         title=d.get("title"),
-        timeout=description.get("timeout"),
-        mutates=tuple(description.get("mutates") or ()),
-        execution_mode=str(description.get("executionMode", "parallel")),
+        timeout=timeout,
+        mutates=tuple(mutates),
+        execution_mode=mode,
         meta=d.get("_meta"),
         prepare_arguments=prepare,
         own_timeout=True,
@@ -915,8 +1080,18 @@ def remote_tool(pool: WorkerPool, description: dict[str, Any]) -> Tool:
 
 def remote_hook(pool: WorkerPool, info: dict[str, Any]) -> Callable[..., Awaitable[Any]]:
     """The host's stand-in for one hook of a worker's module (same kind, tools, name)."""
-    index = info["index"]
-    kind = info["kind"]
+    index = info.get("index")
+    kind = info.get("kind")
+    tools = info.get("tools")
+    if (
+        type(index) is not int
+        or kind not in ("before", "after")
+        or not (
+            tools is None or (isinstance(tools, list) and all(isinstance(t, str) for t in tools))
+        )
+        or not isinstance(info.get("name", ""), str)
+    ):
+        raise ValueError(f"malformed hook description from {pool.module.label}")
 
     async def run(call: IncomingCall, args: dict[str, Any], *rest: Any) -> Any:
         ctx: ToolContext = rest[-1]
@@ -939,8 +1114,11 @@ def remote_hook(pool: WorkerPool, info: dict[str, Any]) -> Callable[..., Awaitab
             raise ToolError(exc.message) from None
         out = out if isinstance(out, dict) else {}
         if "block" in out:
-            return Block(out["block"])
+            reason = out["block"]
+            return Block(reason if isinstance(reason, str) else None)
         if "arguments" in out:
+            if type(out["arguments"]) is not dict:
+                return _Unusable()
             if kind == "before" and out["arguments"] is not args and type(args) is dict:
                 # The hook changed the arguments in place or returned new ones.
                 args.clear()
@@ -965,9 +1143,12 @@ def remote_hook(pool: WorkerPool, info: dict[str, Any]) -> Callable[..., Awaitab
         return None
 
     run.__qualname__ = str(info.get("name", "hook"))
-    tools = info.get("tools")
     mark = before_tool_call if kind == "before" else after_tool_call
     return mark(tools=None if tools is None else list(tools))(run)
+
+
+class _Unusable:
+    """What a worker's malformed hook answer becomes (the pipeline refuses it by type)."""
 
 
 @dataclass(frozen=True)
@@ -991,7 +1172,8 @@ class Workers:
         log_level: the workers' stderr log threshold.
         notify: ``notify(level, text)`` sends a log record to the client (None: stderr only).
         host_closing: whether the host is shutting down (then a cancelled call's worker
-            is not waited for).
+            is waited for only briefly).
+        client_backlogged: whether the client is behind in reading.
     """
 
     def __init__(
@@ -1006,8 +1188,12 @@ class Workers:
         log_level: str = "warning",
         notify: Callable[[str, str], None] | None = None,
         host_closing: Callable[[], bool] | None = None,
+        client_backlogged: Callable[[], bool] | None = None,
     ) -> None:
         self._host_closing = host_closing
+        self._client_backlogged = client_backlogged
+        self.dropped_logs = 0
+        self._watch_stop: anyio.Event | None = None
         self.registry = registry
         self.root = os.path.realpath(root)
         self.sandbox = sandbox
@@ -1021,6 +1207,11 @@ class Workers:
         self.live = _LiveCalls()
         self.closing = False
         self._tg: TaskGroup | None = None
+
+    def client_backlogged(self) -> bool:
+        """Whether the client is behind in reading (then workers' progress and log
+        records are dropped rather than queued)."""
+        return self._client_backlogged is not None and self._client_backlogged()
 
     def host_closing(self) -> bool:
         """Whether the host (or these workers) are shutting down."""
@@ -1047,6 +1238,8 @@ class Workers:
                 yield self
             finally:
                 self.closing = True
+                if self._watch_stop is not None:
+                    self._watch_stop.set()
                 for pool in self.pools:
                     for worker in list(pool.workers):
                         worker.kill("the host is shutting down")
@@ -1093,11 +1286,14 @@ class Workers:
                 continue
             try:
                 self.register(pool, pool.workers[0].info)
-            except (ToolDefinitionError, ValueError) as exc:
-                for w in pool.workers:
-                    w.kill("its tools could not be registered")
+            except Exception as exc:  # a duplicate name, or a malformed answer
+                for p in pools:
+                    for w in p.workers if (strict or p is pool) else ():
+                        w.kill("its tools could not be registered")
                 if strict:
-                    raise
+                    raise WorkerStartError(
+                        f"{pool.module.label}: {exc}", import_failed=False
+                    ) from None
                 log.error("%s: %s", pool.module.label, exc)
                 continue
             self.pools.append(pool)
@@ -1114,7 +1310,7 @@ class Workers:
         self.registry.swap([], tools, add_hooks=hooks)
         pool.tools = {t.name: t for t in tools}
         pool.hooks = hooks
-        pool.watch_paths = [p for p in info.get("watch") or [] if isinstance(p, str)]
+        pool.watch_paths = pool.own_paths()
 
     # ------------------------------------------------------------------ --reload
 
@@ -1131,6 +1327,7 @@ class Workers:
             if not dirs:
                 return
             restart = anyio.Event()
+            self._watch_stop = restart
             async for changes in watchfiles.awatch(
                 *dirs,
                 watch_filter=_python_source,
@@ -1166,7 +1363,7 @@ class Workers:
             tools = [remote_tool(new, d) for d in info.get("tools") or []]
             hooks = [remote_hook(new, h) for h in info.get("hooks") or []]
             self.registry.swap(list(pool.tools), tools, remove_hooks=pool.hooks, add_hooks=hooks)
-        except (WorkerStartError, ValueError) as exc:
+        except Exception as exc:  # a malformed answer must never end the host
             for worker in list(new.workers):
                 worker.kill("its module failed to reload")
             detail = getattr(exc, "traceback", "")
@@ -1177,7 +1374,7 @@ class Workers:
             return False
         new.tools = {t.name: t for t in tools}
         new.hooks = hooks
-        new.watch_paths = [p for p in info.get("watch") or [] if isinstance(p, str)]
+        new.watch_paths = new.own_paths()
         self.pools[self.pools.index(pool)] = new
         pool.retire()
         log.info("reloaded %s: %d tools", label, len(tools))
@@ -1195,7 +1392,7 @@ class Workers:
         try:
             tools = [remote_tool(pool, d) for d in descriptions if isinstance(d, dict)]
             self.registry.swap(list(pool.tools), tools)
-        except (ToolDefinitionError, ValueError) as exc:
+        except Exception as exc:  # a malformed answer must never end the host
             log.error("%s changed its tools wrongly: %s", pool.module.label, exc)
             return
         pool.tools = {t.name: t for t in tools}

@@ -146,7 +146,7 @@ def test_host_with_plain_tools_starts_without_pydantic_or_jsonschema() -> None:
         " builtins=False, entry_points=False, isolation='none')\n"
         "reg = build_registry(cfg)\n"
         "defs = reg.definitions()\n"
-        "assert len(defs) == 4, defs\n"
+        "assert {d['name'] for d in defs} >= {'echo', 'sleep', 'block'}, defs\n"
         "heavy = [m for m in ('pydantic', 'jsonschema', 'toolwire.models', 'rich') if m in sys.modules]\n"
         "print(heavy)\n"
     )

@@ -344,6 +344,9 @@ class Session:
         """Consulted first for every request: ``router(method, params)`` returns the
         handler that serves it, or None to look it up in the handler tables (the host
         routes MCP 2026-07-28 requests this way, by their ``_meta`` envelope)."""
+        self.max_queued: int | None = None
+        """Bytes queued for a peer that does not read, above which :attr:`on_malformed`
+        is called (None: no bound; the host bounds what it queues for a worker process)."""
         self.on_malformed: Callable[[str], None] | None = None
         """Called with a description whenever the peer sends something that is not a
         JSON-RPC message (a framing error, invalid JSON, an invalid message), after the
@@ -429,6 +432,8 @@ class Session:
             self._out.append(NDJSON_TERMINATOR)
             self._queued += len(body) + 1
         self._out_event.set()
+        if self.max_queued is not None and self._queued > self.max_queued:
+            self._malformed(f"the peer left more than {self.max_queued} bytes unread")
 
     @property
     def queued_bytes(self) -> int:
