@@ -26,7 +26,7 @@ from .context import ExecEnv, ToolContext
 from .definition import Tool
 from .executor import Executor, format_argument_error
 from .hooks import NOT_GIVEN, Block, IncomingCall, ResultPatch, _Hook
-from .loading import ENTRY_POINT_GROUP, hooks_in, import_spec, tools_in
+from .loading import ENTRY_POINT_GROUP, import_spec, register_module, tools_in
 from .registry import Registry
 from .results import ToolError, ToolResult, error_result, to_wire_content
 from .rounds import InputNeeded
@@ -134,15 +134,7 @@ def load_module(registry: Registry, config: dict[str, Any]) -> list[str]:
             with os.fdopen(fd, "rb") as f:
                 source = f.read()
         module = import_spec(spec, fresh=True, source=source)
-        for fn in tools_in(module):
-            registry.add(fn)
-        for hook in hooks_in(module):
-            registry.add_hook(hook)
-        register = getattr(module, "register", None)
-        from .decorator import is_tool
-
-        if callable(register) and not is_tool(register):
-            register(registry)
+        register_module(registry, module)
     watch: list[str] = []
     origin = getattr(module, "__file__", None) if module is not None else None
     if isinstance(origin, str):

@@ -23,6 +23,7 @@ __all__ = [
     "load_builtins",
     "load_entry_points",
     "load_tools",
+    "register_module",
     "tools_in",
 ]
 
@@ -125,7 +126,19 @@ def load_tools(registry: Registry, spec: str) -> int:
         ImportError: the module cannot be imported.
         toolwire.host.definition.ToolDefinitionError: a tool is invalid or a duplicate.
     """
-    module = import_spec(spec)
+    found = register_module(registry, import_spec(spec))
+    log.info("loaded %d tools from %s", found, spec)
+    return found
+
+
+def register_module(registry: Registry, module: types.ModuleType) -> int:
+    """Register ``module``'s ``@tool`` functions and hooks (definition order), then call
+    its ``register(registry)`` when it defines one; returns the number of tools found.
+
+    Raises:
+        toolwire.host.definition.ToolDefinitionError: a tool is invalid or a duplicate.
+        Exception: whatever ``register`` raises.
+    """
     found = tools_in(module)
     for fn in found:
         registry.add(fn)
@@ -134,7 +147,6 @@ def load_tools(registry: Registry, spec: str) -> int:
     register = getattr(module, "register", None)
     if callable(register) and not is_tool(register):
         register(registry)
-    log.info("loaded %d tools from %s", len(found), spec)
     return len(found)
 
 

@@ -41,6 +41,7 @@ from .importpath import scrub_import_path
 from .options import StartupError, build_parser, config_from_args
 from .procs import kill_descendants, set_subreaper
 from .sandbox import SandboxUnavailable, resolve_sandbox
+from .stdio import take_over_stdio
 
 if TYPE_CHECKING:
     from .sandbox import Sandbox
@@ -56,24 +57,6 @@ EXIT_USAGE = 2
 EXIT_GRACE = 0.7
 """Seconds ``toolwire serve`` waits for handlers to end after EOF, ``exit`` or SIGTERM
 before it ends every descendant and exits regardless (the issue asks for exit within 1 s)."""
-
-
-def take_over_stdio() -> tuple[int, int]:
-    """Move the protocol streams to private descriptors; returns ``(read_fd, write_fd)``.
-
-    Afterwards fd 1 and ``sys.stdout`` write to stderr, and fd 0 / ``sys.stdin`` read
-    /dev/null, so nothing but the host's writer reaches the protocol stream.
-    """
-    sys.stdout.flush()
-    proto_in = os.dup(0)
-    proto_out = os.dup(1)
-    os.dup2(2, 1)
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.close(devnull)
-    sys.stdout = sys.stderr
-    sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115 - lives for the process
-    return proto_in, proto_out
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -27,18 +27,6 @@ import os
 import sys
 
 
-def _take_over_stdio() -> tuple[int, int]:
-    """Protocol streams on private descriptors; fd 1 and ``sys.stdout`` go to stderr."""
-    proto_in = os.dup(0)
-    proto_out = os.dup(1)
-    os.dup2(2, 1)
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.close(devnull)
-    sys.stdout = sys.stderr
-    return proto_in, proto_out
-
-
 def _die_with_parent() -> None:
     """Ask Linux to SIGKILL this process when the host (its parent) dies."""
     if not sys.platform.startswith("linux"):
@@ -61,7 +49,9 @@ def main(argv: list[str] | None = None) -> None:
     config = json.loads(args[0])
     _die_with_parent()
     sys.path[:] = [p for p in config.get("sysPath", sys.path) if isinstance(p, str)]
-    read_fd, write_fd = _take_over_stdio()
+    from .stdio import take_over_stdio
+
+    read_fd, write_fd = take_over_stdio()
     import logging
 
     logging.basicConfig(
