@@ -1,4 +1,5 @@
-"""Findings of a trial run of the worker processes (issue 13), as failing tests.
+"""A hostile tool module or hostile arguments against the host through its workers (issue 13;
+found by a trial run, each failing before its fix).
 
 Each test drives the real host as a subprocess with a tool module written into the test's
 temporary directory. The attacker controls the tool module (handler code, the schema it
