@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
+import anyio.to_thread
 from anyio.abc import TaskGroup
 
 from toolwire.errors import CONNECTION_CLOSED, INTERNAL_ERROR, METHOD_NOT_FOUND, JsonRpcError
@@ -168,6 +169,12 @@ def printable(line: str) -> str:
     return "".join(out)
 
 
+def _write_stderr(text: str) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.write(text)
+        sys.stderr.flush()
+
+
 async def copy_stderr(fd: int) -> None:
     """Pass a worker's stderr (its log records, what its tools print, a crash's traceback)
     on to the host's stderr, a line at a time with control characters escaped: what a
@@ -188,13 +195,12 @@ async def copy_stderr(fd: int) -> None:
                 pending = pending[MAX_STDERR_LINE:]
             if lines:
                 text = "".join(printable(line.decode("utf-8", "replace")) + "\n" for line in lines)
-                with contextlib.suppress(OSError, ValueError):
-                    sys.stderr.write(text)
-                    sys.stderr.flush()
+                # In a thread: a parent that stops reading the host's stderr blocks this
+                # copy (and so the worker writing), never the host's event loop.
+                await anyio.to_thread.run_sync(_write_stderr, text)
         if pending:
-            with contextlib.suppress(OSError, ValueError):
-                sys.stderr.write(printable(pending.decode("utf-8", "replace")) + "\n")
-                sys.stderr.flush()
+            text = printable(pending.decode("utf-8", "replace")) + "\n"
+            await anyio.to_thread.run_sync(_write_stderr, text)
     finally:
         with anyio.CancelScope(shield=True):
             await stream.aclose()
