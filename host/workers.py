@@ -55,7 +55,7 @@ from .loading import ENTRY_POINT_GROUP
 from .registry import Registry
 from .results import ProtocolFailure, ToolError, WireResult, error_result
 from .rounds import InputNeeded
-from .sandbox import Sandbox, child_pid_from_info, reap_orphan
+from .sandbox import Sandbox, child_pid_from_info
 from .schema import ArgumentSchema
 from .workerwire import (
     ASK,
@@ -167,6 +167,23 @@ def printable(line: str) -> str:
             code = ord(ch)
             out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
     return "".join(out)
+
+
+async def _reap_soon(pids: list[int], within: float = 5.0) -> None:
+    """Reap ``pids`` (children handed to this process) as each becomes a zombie, polling
+    for at most ``within`` seconds; a pid that is not our child is dropped at once."""
+    deadline = time.monotonic() + within
+    left = list(pids)
+    while left and time.monotonic() < deadline:
+        for pid in list(left):
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                done = pid  # not ours (or reaped already)
+            if done == pid:
+                left.remove(pid)
+        if left:
+            await anyio.sleep(0.02)
 
 
 def _write_stderr(text: str) -> None:
@@ -367,6 +384,7 @@ class WorkerProcess:
         self._pidfd: int | None = None
         self._info_r = -1
         self._source_fd = -1
+        self._sandbox_pids: list[int] = []
         self._stderr_r = -1
         self._stderr_w = -1
         self._wrapped: Any = None
@@ -526,6 +544,7 @@ class WorkerProcess:
                 f"its worker process did not start within {START_TIMEOUT:g} s", import_failed=False
             ) from None
         self.info = info if isinstance(info, dict) else {}
+        self._read_sandbox_pids()
         log.info(
             "worker %s #%d ready in %.0f ms (pid %d)",
             self.pool.module.label,
@@ -623,19 +642,38 @@ class WorkerProcess:
             with contextlib.suppress(OSError):
                 os.close(self._pidfd)
             self._pidfd = None
+        self._read_sandbox_pids()
         if self._info_r >= 0:
-            try:
-                data = os.read(self._info_r, 4096)
-            except OSError:
-                data = b""
             os.close(self._info_r)
             self._info_r = -1
-            child = child_pid_from_info(data)
-            if child is not None:
-                reap_orphan(child, wait=0.2)
         if self._wrapped is not None:
             Sandbox.cleanup(self._wrapped)
             self._wrapped = None
+        if self._sandbox_pids:
+            # Once bubblewrap is gone its processes are handed to the host (a child
+            # subreaper): reap them, or they stay zombies.
+            self.pool.workers_owner.spawn(_reap_soon, list(self._sandbox_pids))
+            self._sandbox_pids = []
+
+    def _read_sandbox_pids(self) -> None:
+        """Learn the host pids of the sandbox's first process and of the worker python
+        under it (bubblewrap's ``--info-fd`` and ``/proc/<pid>/task/<pid>/children``)."""
+        if self._info_r < 0 or self._sandbox_pids:
+            return
+        try:
+            data = os.read(self._info_r, 4096)
+        except OSError:
+            return
+        child = child_pid_from_info(data)
+        if child is None:
+            return
+        pids = [child]
+        with (
+            contextlib.suppress(OSError, ValueError),
+            open(f"/proc/{child}/task/{child}/children") as f,
+        ):
+            pids += [int(p) for p in f.read().split()]
+        self._sandbox_pids = pids
 
     def kill(self, reason: str) -> None:
         """SIGKILL the worker (its calls in flight fail with ``reason``)."""
