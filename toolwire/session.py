@@ -398,15 +398,19 @@ class Session:
         self._send_body(_json.dumps(obj))
 
     def _send_body(self, body: bytes) -> None:
-        # Nothing queued and the writer idle: a small frame is written at once, which
-        # saves the writer task's turn of the event loop (most of a reply's latency on
-        # an idle connection). What does not fit goes to the writer, in order.
+        # Nothing queued, the writer idle, no other request under way: a small frame is
+        # written at once, which saves the writer task's turn of the event loop (most of
+        # a reply's latency on an idle connection). What does not fit goes to the
+        # writer, in order.
         if (
             self._try_send is not None
             and not self._out
             and not self._writer_busy
             and len(body) <= _EAGER_WRITE_LIMIT
             and not self._closing
+            # Alone on the connection: with other requests under way, frames wait for
+            # the writer, which joins those of one turn of the loop into one write.
+            and len(self._pending) + len(self._in_flight) <= 1
         ):
             if self._framing == "lsp":
                 frame = lsp_header(len(body)) + body
