@@ -11,7 +11,6 @@ import logging
 import os
 import threading
 import traceback
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -107,9 +106,8 @@ class WorkerChannel(CallChannel):
             raise ToolError(exc.message) from None
 
 
-def load_module(registry: Registry, config: dict[str, Any]) -> list[str]:
-    """Load the configured module's tools and hooks into ``registry``; returns the files
-    to watch for ``--reload`` (the module's file, or its package's directory).
+def load_module(registry: Registry, config: dict[str, Any]) -> None:
+    """Load the configured module's tools and hooks into ``registry``.
 
     Raises:
         Exception: whatever importing the module raises.
@@ -123,35 +121,15 @@ def load_module(registry: Registry, config: dict[str, Any]) -> list[str]:
         ]
         if not found:
             raise ImportError(f"no entry point {spec!r} in group {ENTRY_POINT_GROUP}")
-        obj = found[0].load()
-        for fn in tools_in(obj):
+        for fn in tools_in(found[0].load()):
             registry.add(fn)
-        module = sys_module_of(obj)
     else:
         source: bytes | None = None
         fd = config.get("sourceFd")
         if type(fd) is int:
             with os.fdopen(fd, "rb") as f:
                 source = f.read()
-        module = import_spec(spec, fresh=True, source=source)
-        register_module(registry, module)
-    watch: list[str] = []
-    origin = getattr(module, "__file__", None) if module is not None else None
-    if isinstance(origin, str):
-        path = Path(origin)
-        watch.append(str(path.parent if path.name == "__init__.py" else path))
-    return watch
-
-
-def sys_module_of(obj: Any) -> Any:
-    """The module ``obj`` was defined in (None when unknown)."""
-    import sys
-    import types
-
-    if isinstance(obj, types.ModuleType):
-        return obj
-    name = getattr(obj, "__module__", None)
-    return sys.modules.get(name) if isinstance(name, str) else None
+        register_module(registry, import_spec(spec, fresh=True, source=source))
 
 
 def tool_description(t: Tool) -> dict[str, Any]:
@@ -175,7 +153,6 @@ class _Worker:
         self.config = config
         self.registry = Registry()
         self.hooks: list[_Hook] = []
-        self.watch: list[str] = []
         self.failure: JsonRpcError | None = None
         self.session: Session
         self.timeouts: dict[str, float | None] = {}
@@ -183,7 +160,7 @@ class _Worker:
         root = str(config.get("root") or os.getcwd())
         self.env = ExecEnv.at(root, default_timeout=None)
         try:
-            self.watch = load_module(self.registry, config)
+            load_module(self.registry, config)
         except BaseException as exc:
             text = "".join(traceback.format_exception(exc))
             self.failure = JsonRpcError(
@@ -191,14 +168,7 @@ class _Worker:
             )
             return
         self.hooks = [*self.registry.hooks.before, *self.registry.hooks.after]
-        self.definitions = [tool_description(t) for t in self.registry]
-        self.timeouts = {t.name: t.timeout for t in self.registry}
-        self.mutates = {t.name: t.mutates for t in self.registry}
-        for t in self.registry:
-            # The host applies the timeout and the per-file mutation queue; here a call
-            # runs until it ends or is cancelled.
-            t.timeout = None
-            t.mutates = ()
+        self._take_rules()
         self.executor = Executor(
             default_timeout=None,
             max_threads=int(config.get("maxThreads", 256)),
@@ -217,12 +187,7 @@ class _Worker:
     def _changed(self) -> None:
         """The module changed the registry while serving: tell the host (from the event
         loop's thread; a synchronous tool runs in a worker thread)."""
-        for t in self.registry:
-            if t.name not in self.timeouts:  # added now: keep its rules for the host
-                self.timeouts[t.name] = t.timeout
-                self.mutates[t.name] = t.mutates
-            t.timeout = None
-            t.mutates = ()
+        self._take_rules()
 
         def tell() -> None:
             self.session.notify(TOOLS_CHANGED, {"tools": self._describe()})
@@ -232,7 +197,19 @@ class _Worker:
         else:
             anyio.from_thread.run_sync(tell)
 
+    def _take_rules(self) -> None:
+        """Keep each new tool's timeout and mutated paths for the host, which applies
+        them (the timeout and the per-file mutation queue); here a call runs until it
+        ends or is cancelled."""
+        for t in self.registry:
+            if t.name not in self.timeouts:
+                self.timeouts[t.name] = t.timeout
+                self.mutates[t.name] = t.mutates
+            t.timeout = None
+            t.mutates = ()
+
     def _describe(self) -> list[dict[str, Any]]:
+        """Every tool as the host needs it, with the rules :meth:`_take_rules` kept."""
         out = []
         for t in self.registry:
             d = tool_description(t)
@@ -260,9 +237,8 @@ class _Worker:
         return {
             "protocolVersion": PROTOCOL,
             "pid": os.getpid(),
-            "tools": self.definitions,
+            "tools": self._describe(),
             "hooks": hooks,
-            "watch": self.watch,
         }
 
     def _tool(self, params: Any) -> Tool:

@@ -294,7 +294,8 @@ _ETC_SECRET_FILES = (
 _ETC_SECRET_DIRS = ("sudoers.d", "ssl/private")
 
 
-def _under(path: str, base: str) -> bool:
+def path_under(path: str, base: str) -> bool:
+    """Whether ``path`` is ``base`` or lies below it (both absolute, normalised)."""
     return path == base or path.startswith(base.rstrip("/") + "/")
 
 
@@ -644,7 +645,7 @@ class Sandbox:
             paths.append(os.path.dirname(os.path.realpath(self.bwrap)))
         out: list[str] = []
         for p in sorted(dict.fromkeys(paths), key=_depth):
-            if os.path.isdir(p) and not any(_under(p, q) for q in out):
+            if os.path.isdir(p) and not any(path_under(p, q) for q in out):
                 out.append(p)
         return out
 
@@ -654,7 +655,7 @@ class Sandbox:
         bases += self.settings.extra_ro_paths + self.settings.extra_rw_paths
         if root is not None:
             bases.append(root)
-        return any(_under(real, b) for b in bases)
+        return any(path_under(real, b) for b in bases)
 
     def _mounts(
         self, root: str, program: str | None, extra_ro: Sequence[str] = ()
@@ -675,7 +676,7 @@ class Sandbox:
         # The host's own installation is read-only, inside the root too (a project's
         # .venv holding toolwire): mounted after the root, it covers the root's rw bind.
         for path in self._install_paths():
-            if not _under(path, "/usr") and not _under(path, "/etc"):
+            if not path_under(path, "/usr") and not path_under(path, "/etc"):
                 ops.append(("--ro-bind", path, path))
         for prog in (program, self._prlimit):
             if prog is not None and os.path.isabs(prog):
@@ -684,7 +685,11 @@ class Sandbox:
                     ops.append(("--ro-bind", real, os.path.abspath(prog)))
         if self.settings.allow_network:
             resolv = os.path.realpath("/etc/resolv.conf")
-            if os.path.exists(resolv) and not _under(resolv, "/etc") and not _under(resolv, "/usr"):
+            if (
+                os.path.exists(resolv)
+                and not path_under(resolv, "/etc")
+                and not path_under(resolv, "/usr")
+            ):
                 ops.append(("--ro-bind", resolv, resolv))
         ops += [("--ro-bind", p, p) for p in self.settings.extra_ro_paths]
         ops += [("--ro-bind", p, p) for p in extra_ro if not self._visible(p, root)]

@@ -55,7 +55,7 @@ from .loading import ENTRY_POINT_GROUP
 from .registry import Registry
 from .results import ProtocolFailure, ToolError, WireResult, error_result
 from .rounds import InputNeeded
-from .sandbox import Sandbox, child_pid_from_info
+from .sandbox import Sandbox, child_pid_from_info, path_under
 from .schema import ArgumentSchema
 from .workerwire import (
     ASK,
@@ -129,6 +129,16 @@ class ModuleSpec:
     def label(self) -> str:
         """How messages name the module."""
         return f"entry point {self.spec}" if self.kind == "entry_point" else self.spec
+
+    @property
+    def file(self) -> str | None:
+        """The absolute path of a ``--tools`` file (resolved against the host's working
+        directory, not the root the worker starts in); None for a module name or an
+        entry point."""
+        spec = self.spec
+        if self.kind == "tools" and (spec.endswith(".py") or os.path.isfile(spec)):
+            return os.path.abspath(spec)
+        return None
 
 
 class WorkerStartError(Exception):
@@ -396,11 +406,9 @@ class WorkerProcess:
 
     def _argv_env(self) -> tuple[list[str], dict[str, str], tuple[int, ...]]:
         workers = self.pool.workers_owner
-        spec = self.pool.module.spec
-        if self.pool.module.kind == "tools" and (spec.endswith(".py") or os.path.isfile(spec)):
-            spec = os.path.abspath(spec)  # the worker starts in the root, not our cwd
+        module = self.pool.module
         config: dict[str, Any] = {
-            "spec": spec,
+            "spec": module.file or module.spec,
             "kind": self.pool.module.kind,
             "root": str(workers.root),
             "sysPath": workers.sys_path,
@@ -591,7 +599,6 @@ class WorkerProcess:
     def _log(self, params: Any) -> None:
         ctx = self._call_of(params)
         if ctx is not None and self.pool.workers_owner.client_backlogged():
-            self.pool.workers_owner.dropped_logs += 1
             return  # never queued without bound for a client that is not reading
         level = params.get("level") if ctx is not None else None
         if ctx is None or not isinstance(level, str) or level not in LOG_LEVELS:
@@ -753,13 +760,10 @@ class WorkerPool:
         self.sandboxed = owner.sandbox is not None and owner.sandbox.active
         self.source: bytes | None = None
         """The ``--tools`` file's source as this generation read it (None for modules)."""
-        spec = module.spec
-        if module.kind == "tools" and (spec.endswith(".py") or os.path.isfile(spec)):
-            try:
-                with open(spec, "rb") as f:
-                    self.source = f.read()
-            except OSError:
-                self.source = None  # the worker reports the missing file
+        if module.file is not None:
+            # A file that cannot be read is reported by the worker.
+            with contextlib.suppress(OSError), open(module.file, "rb") as f:
+                self.source = f.read()
         self.typical: float | None = None
         """A moving average of how long this module's calls take in a worker (seconds)."""
 
@@ -767,14 +771,13 @@ class WorkerPool:
         """What ``--reload`` watches for this module, decided by the host (never by what
         the worker says): a ``--tools`` file itself, or the package directory or module
         file a module name or an entry point's module resolves to."""
-        spec = self.module.spec
-        if self.module.kind == "tools" and (spec.endswith(".py") or os.path.isfile(spec)):
-            return [os.path.realpath(spec)]
-        name = spec
+        if self.module.file is not None:
+            return [os.path.realpath(self.module.file)]
+        name = self.module.spec
         if self.module.kind == "entry_point":
             import importlib.metadata
 
-            eps = importlib.metadata.entry_points(group=ENTRY_POINT_GROUP, name=spec)
+            eps = importlib.metadata.entry_points(group=ENTRY_POINT_GROUP, name=name)
             name = next((ep.module for ep in eps), "")
         return _module_location(name)
 
@@ -783,10 +786,9 @@ class WorkerPool:
         modules and packages beside it (what it can import; not the other files of its
         directory, which may be a home directory), or the directory a top-level module
         or package lives in."""
-        spec = self.module.spec
-        if self.module.kind == "tools" and (spec.endswith(".py") or os.path.isfile(spec)):
-            return importable_beside(os.path.realpath(spec))
-        return _module_location(spec) if self.module.kind == "tools" else []
+        if self.module.file is not None:
+            return importable_beside(os.path.realpath(self.module.file))
+        return _module_location(self.module.spec) if self.module.kind == "tools" else []
 
     async def start_first(self) -> WorkerProcess:
         """Start the pool's first worker (at host start-up or after a reload).
@@ -1044,10 +1046,6 @@ class WorkerPool:
                 worker.close()
 
 
-def _under(path: str, base: str) -> bool:
-    return path == base or path.startswith(base.rstrip("/") + "/")
-
-
 def _python_source(change: Any, path: str) -> bool:
     """watchfiles filter: Python sources only (no caches, no editor swap files)."""
     return path.endswith(".py") and "__pycache__" not in path
@@ -1236,7 +1234,6 @@ class Workers:
     ) -> None:
         self._host_closing = host_closing
         self._client_backlogged = client_backlogged
-        self.dropped_logs = 0
         self._watch_stop: anyio.Event | None = None
         self.registry = registry
         self.root = os.path.realpath(root)
@@ -1349,9 +1346,26 @@ class Workers:
             ToolDefinitionError: a tool name is taken already.
             ValueError: the worker's answer is malformed.
         """
+        self._install(pool, info, replacing=None)
+
+    def _install(
+        self, pool: WorkerPool, info: dict[str, Any], replacing: WorkerPool | None
+    ) -> None:
+        """Register ``pool``'s tools and hooks (from its first worker's ``initialize``
+        answer) in one registry change, in place of ``replacing``'s when given.
+
+        Raises:
+            ToolDefinitionError: a tool name is taken already.
+            ValueError: the worker's answer is malformed.
+        """
         tools = [remote_tool(pool, d) for d in info.get("tools") or []]
         hooks = [remote_hook(pool, h) for h in info.get("hooks") or []]
-        self.registry.swap([], tools, add_hooks=hooks)
+        self.registry.swap(
+            list(replacing.tools) if replacing is not None else [],
+            tools,
+            remove_hooks=replacing.hooks if replacing is not None else (),
+            add_hooks=hooks,
+        )
         pool.tools = {t.name: t for t in tools}
         pool.hooks = hooks
         pool.watch_paths = pool.own_paths()
@@ -1381,7 +1395,7 @@ class Workers:
             ):
                 changed = {os.path.realpath(path) for _, path in changes}
                 for pool in list(self.pools):
-                    if any(_under(c, w) for c in changed for w in pool.watch_paths):
+                    if any(path_under(c, w) for c in changed for w in pool.watch_paths):
                         before = list(pool.watch_paths)
                         await self.reload(pool)
                         current = self._current(pool.module)
@@ -1403,10 +1417,7 @@ class Workers:
         label = pool.module.label
         try:
             await new.start_first()
-            info = new.workers[0].info
-            tools = [remote_tool(new, d) for d in info.get("tools") or []]
-            hooks = [remote_hook(new, h) for h in info.get("hooks") or []]
-            self.registry.swap(list(pool.tools), tools, remove_hooks=pool.hooks, add_hooks=hooks)
+            self._install(new, new.workers[0].info, replacing=pool)
         except Exception as exc:  # a malformed answer must never end the host
             for worker in list(new.workers):
                 worker.kill("its module failed to reload")
@@ -1416,14 +1427,11 @@ class Workers:
             if self.notify is not None:
                 self.notify("error", text)
             return False
-        new.tools = {t.name: t for t in tools}
-        new.hooks = hooks
-        new.watch_paths = new.own_paths()
         self.pools[self.pools.index(pool)] = new
         pool.retire()
-        log.info("reloaded %s: %d tools", label, len(tools))
+        log.info("reloaded %s: %d tools", label, len(new.tools))
         if self.notify is not None:
-            self.notify("info", f"Reloaded {label}: {len(tools)} tools")
+            self.notify("info", f"Reloaded {label}: {len(new.tools)} tools")
         return True
 
     def resync(self, pool: WorkerPool, descriptions: list[Any]) -> None:
