@@ -70,3 +70,9 @@ class JsonRpcError(Exception):
             msg = err.get("message")
             return cls(err["code"], msg if isinstance(msg, str) else None, err.get("data"))
         return cls(INTERNAL_ERROR, "Malformed error object from peer", err)
+
+
+class RequestTimeout(JsonRpcError):
+    """Raised by :meth:`toolwire.session.Session.request` when the peer did not answer
+    within the request's timeout (code -32001); an error answer from the peer that
+    happens to carry -32001 is a plain :class:`JsonRpcError`."""

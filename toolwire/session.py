@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import heapq
 import logging
 import math
 from collections import deque
@@ -46,6 +47,7 @@ from .errors import (
     REQUEST_CANCELLED,
     REQUEST_TIMEOUT,
     JsonRpcError,
+    RequestTimeout,
 )
 from .framing import (
     DEFAULT_MAX_MESSAGE_SIZE,
@@ -292,14 +294,17 @@ class _Batch:
 
 
 class _Pending:
-    """An outbound request waiting for its response."""
+    """An outbound request waiting for its response (or for its deadline, which sets
+    ``event`` with ``timed_out``)."""
 
-    __slots__ = ("error", "event", "result")
+    __slots__ = ("error", "event", "finished", "result", "timed_out")
 
     def __init__(self) -> None:
         self.event = anyio.Event()
         self.result: Any = None
         self.error: JsonRpcError | None = None
+        self.timed_out = False
+        self.finished = False  # the requester stopped waiting (its deadline is moot)
 
 
 class Session:
@@ -376,8 +381,14 @@ class Session:
         self._parked: deque[anyio.Event] = deque()
         self._ready = 0
         self._read_scope: anyio.CancelScope | None = None
-        self._flight_changed = anyio.Event()
+        self._flight_changed: anyio.Event | None = None
         self._finish: tuple[float, JsonRpcError] | None = None
+        # Outbound requests' deadlines, (when, seq, pending), in a heap watched by one
+        # task (:meth:`_expire`): cheaper per request than a cancel scope with a timer.
+        self._deadlines: list[tuple[float, int, _Pending]] = []
+        self._timed = 0  # requests with a deadline still waiting
+        self._deadline_seq = 0
+        self._earlier_deadline = anyio.Event()
 
     # ----------------------------------------------------------------- properties
 
@@ -564,18 +575,20 @@ class Session:
             request_id: an id from :meth:`new_request_id` (for a caller that needs the
                 id before the request is sent); None takes the next one.
             on_abandon: for a caller that must know whether the peer stopped: when the
-                wait is cancelled before the response came, the cancellation is sent
-                and ``on_abandon(event)`` is called; ``event`` is set when the peer's
-                response arrives after all (with the LSP dialect, its -32800 once the
-                request really stopped) or the connection closes.
+                wait is cancelled or times out before the response came, the
+                cancellation is sent and ``on_abandon(event)`` is called; ``event`` is
+                set when the peer's response arrives after all (with the LSP dialect,
+                its -32800 once the request really stopped) or the connection closes.
 
         Returns:
             The ``result`` member of the response.
 
         Raises:
-            JsonRpcError: the peer answered with an error; code -32001 on timeout (a
-                cancellation is then sent in :attr:`cancel_dialect`); -32000 when the
-                connection closed first.
+            RequestTimeout: no response within ``timeout`` (code -32001; a cancellation
+                is then sent in :attr:`cancel_dialect`). Measured while :meth:`serve`
+                runs.
+            JsonRpcError: the peer answered with an error; -32000 when the connection
+                closed first.
         """
         if self._closing:
             raise JsonRpcError(CONNECTION_CLOSED, "Connection closed")
@@ -596,19 +609,18 @@ class Session:
             if token is not None:
                 self._progress_listeners.pop(token, None)
             raise
-        finished = False
         abandoned = False
+        if timeout is not None:
+            self._add_deadline(timeout, pending)
         try:
-            if timeout is None:  # no cancel scope to set up: the common case
-                await pending.event.wait()
-                finished = True
-            else:
-                with anyio.move_on_after(timeout):
-                    await pending.event.wait()
-                    finished = True
-            if not finished:
+            await pending.event.wait()
+            if pending.timed_out:
                 self._send_cancel(req_id, f"timed out after {timeout}s")
-                raise JsonRpcError(
+                if on_abandon is not None and not self._closing:
+                    abandoned = True  # the response still settles the entry
+                    pending.event = anyio.Event()
+                    on_abandon(pending.event)
+                raise RequestTimeout(
                     REQUEST_TIMEOUT, f"Request timed out after {timeout}s", {"timeout": timeout}
                 )
         except anyio.get_cancelled_exc_class():
@@ -623,9 +635,40 @@ class Session:
                 self._pending.pop(req_id, None)
             if token is not None:
                 self._progress_listeners.pop(token, None)
+            if timeout is not None:
+                pending.finished = True
+                self._timed -= 1
         if pending.error is not None:
             raise pending.error
         return pending.result
+
+    def _add_deadline(self, timeout: float, pending: _Pending) -> None:
+        when = anyio.current_time() + timeout
+        heap = self._deadlines
+        self._timed += 1
+        self._deadline_seq += 1
+        if not heap or when < heap[0][0]:
+            self._earlier_deadline.set()  # the watcher sleeps until the first deadline
+        heapq.heappush(heap, (when, self._deadline_seq, pending))
+        if len(heap) > 64 and len(heap) > 4 * self._timed:
+            # Most entries are of requests no longer waiting: drop them.
+            self._deadlines = heap = [e for e in heap if not e[2].finished]
+            heapq.heapify(heap)
+
+    async def _expire(self) -> None:
+        """Time out outbound requests whose deadline passed (runs while serving)."""
+        while True:
+            heap = self._deadlines
+            now = anyio.current_time()
+            while heap and (heap[0][0] <= now or heap[0][2].finished):
+                _, _, pending = heapq.heappop(heap)
+                if not pending.finished and not pending.event.is_set():
+                    pending.timed_out = True
+                    pending.event.set()
+            if self._earlier_deadline.is_set():
+                self._earlier_deadline = anyio.Event()
+            with anyio.move_on_after(heap[0][0] - now if heap else math.inf):
+                await self._earlier_deadline.wait()
 
     def _send_cancel(self, req_id: RequestId, reason: str) -> None:
         if self._closing:
@@ -672,8 +715,10 @@ class Session:
             self._read_scope.cancel()
 
     def _note_flight_change(self) -> None:
-        event, self._flight_changed = self._flight_changed, anyio.Event()
-        event.set()
+        event = self._flight_changed
+        if event is not None:  # only settle() waits for it
+            self._flight_changed = None
+            event.set()
 
     async def settle(
         self, grace: float, error: JsonRpcError, *, exclude: RequestContext | None = None
@@ -693,10 +738,11 @@ class Session:
         async def wait_until_none(seconds: float) -> None:
             with anyio.move_on_after(seconds):
                 while True:
-                    changed = self._flight_changed
                     if not others():
                         return
-                    await changed.wait()
+                    if self._flight_changed is None:
+                        self._flight_changed = anyio.Event()
+                    await self._flight_changed.wait()
 
         await wait_until_none(grace)
         rest = others()
@@ -736,6 +782,7 @@ class Session:
         try:
             async with anyio.create_task_group() as outer:
                 outer.start_soon(self._writer)
+                outer.start_soon(self._expire)
                 try:
                     async with anyio.create_task_group() as tg:
                         self._requests_tg = tg
@@ -795,18 +842,14 @@ class Session:
         if self._framing is not None:
             decoder = make_decoder(self._framing, self._max)
         prefix = b""
-        receive = self._receive
-        while True:
-            try:
-                data = await receive.receive()
-            except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-                log.debug("%s: end of input", self.name)
-                return
+
+        def feed(data: bytes) -> None:
+            nonlocal decoder, prefix
             if decoder is None:
                 prefix += data
                 framing = detect_framing(prefix)
                 if framing is None:
-                    continue
+                    return
                 self._framing = framing
                 log.debug("%s: detected %s framing", self.name, framing)
                 decoder = make_decoder(framing, self._max)
@@ -819,6 +862,23 @@ class Session:
                     log.warning("%s: framing error: %s", self.name, frame.message)
                     self._send_obj(error_response(None, JsonRpcError(frame.code, frame.message)))
                     self._malformed(frame.message)
+
+        receive = self._receive
+        # A stream that can hand each chunk to a callback of the event loop (our
+        # descriptor streams on asyncio) saves a task switch per chunk read; messages
+        # are handled in the same order either way, without awaiting.
+        each: Callable[[Callable[[bytes], None]], Awaitable[None]] | None = getattr(
+            receive, "receive_each", None
+        )
+        try:
+            if each is not None:
+                await each(feed)
+            else:
+                while True:
+                    feed(await receive.receive())
+        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass
+        log.debug("%s: end of input", self.name)
 
     def _handle_body(self, body: bytes, tg: TaskGroup) -> None:
         try:

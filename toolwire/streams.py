@@ -7,13 +7,20 @@ character devices other than terminals (a request file redirected to stdin,
 ``/dev/null``, a log file as stdout) never block and are used directly.
 Terminals are waited on but left in blocking mode, because a terminal's open file
 description is usually shared with stderr and the parent shell.
+
+On anyio's asyncio backend a pipe or socket can also be read by a callback of the event
+loop (:meth:`FdReceiveStream.receive_each`): the descriptor stays registered with the
+selector while the stream is read, and each chunk is handed over in the same turn of the
+loop that saw it readable, with no task switch and no register/unregister per chunk.
 """
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import os
 import stat
+from collections.abc import Callable
 
 import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream
@@ -38,6 +45,14 @@ def _kind(fd: int) -> str:
     return "file"
 
 
+def _asyncio_loop() -> asyncio.AbstractEventLoop | None:
+    """The running asyncio loop when anyio runs on asyncio (None on another backend)."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
 class _FdStream:
     """Owns a descriptor: pipes and sockets are switched to non-blocking mode (and
     switched back on close); terminals and files are left as they are."""
@@ -46,6 +61,7 @@ class _FdStream:
         self._fd = fd
         self._kind = _kind(fd)
         self._closed = False
+        self._reading: tuple[asyncio.AbstractEventLoop, asyncio.Future[None]] | None = None
         self._restore_blocking = False
         if self._kind == "pipe" and os.get_blocking(fd):
             os.set_blocking(fd, False)
@@ -56,6 +72,13 @@ class _FdStream:
         if self._closed:
             return
         self._closed = True
+        if self._reading is not None:
+            # Unregister before the descriptor is closed (its number may be reused).
+            loop, done = self._reading
+            self._reading = None
+            loop.remove_reader(self._fd)
+            if not done.done():
+                done.set_exception(anyio.ClosedResourceError())
         try:
             if self._restore_blocking:
                 os.set_blocking(self._fd, True)
@@ -95,6 +118,64 @@ class FdReceiveStream(_FdStream, ByteReceiveStream):
             if not data:
                 raise anyio.EndOfStream
             return data
+
+    async def receive_each(self, on_data: Callable[[bytes], None]) -> None:
+        """Read until end of stream, calling ``on_data(chunk)`` with each chunk read (at
+        most :data:`READ_CHUNK` bytes), in order.
+
+        On the asyncio backend, for a pipe or socket, ``on_data`` runs in a callback of
+        the event loop, not in the awaiting task: it must not await or expect a current
+        task; elsewhere it runs in the awaiting task between reads of :meth:`receive`.
+        Returns at end of stream.
+
+        Raises:
+            anyio.ClosedResourceError: this stream was closed.
+            anyio.BrokenResourceError: reading failed.
+            Exception: whatever ``on_data`` raised (reading stops there).
+        """
+        loop = _asyncio_loop() if self._kind == "pipe" else None
+        if loop is None or self._reading is not None:
+            while True:
+                try:
+                    data = await self.receive()
+                except anyio.EndOfStream:
+                    return
+                on_data(data)
+        if self._closed:
+            raise anyio.ClosedResourceError
+        fd = self._fd
+        done: asyncio.Future[None] = loop.create_future()
+
+        def readable() -> None:
+            if done.done():
+                return
+            try:
+                data = os.read(fd, READ_CHUNK)
+            except BlockingIOError:
+                return
+            except OSError as exc:
+                failure = anyio.BrokenResourceError()
+                failure.__cause__ = exc
+                done.set_exception(failure)
+                return
+            if not data:
+                done.set_result(None)
+                return
+            try:
+                on_data(data)
+            except Exception as exc:
+                if not done.done():
+                    done.set_exception(exc)
+
+        # Level-triggered: fires at once when data is already waiting.
+        loop.add_reader(fd, readable)
+        self._reading = (loop, done)
+        try:
+            await done
+        finally:
+            if self._reading is not None and self._reading[1] is done:
+                self._reading = None
+                loop.remove_reader(fd)
 
 
 class FdSendStream(_FdStream, ByteSendStream):
