@@ -41,7 +41,13 @@ import anyio
 import anyio.to_thread
 from anyio.abc import TaskGroup
 
-from toolwire.errors import CONNECTION_CLOSED, INTERNAL_ERROR, METHOD_NOT_FOUND, JsonRpcError
+from toolwire.errors import (
+    CONNECTION_CLOSED,
+    INTERNAL_ERROR,
+    METHOD_NOT_FOUND,
+    JsonRpcError,
+    RequestTimeout,
+)
 from toolwire.framing import DEFAULT_MAX_MESSAGE_SIZE
 from toolwire.session import RequestContext, Session
 from toolwire.streams import FdReceiveStream, FdSendStream
@@ -869,11 +875,25 @@ class WorkerPool:
         """
         if self.unavailable is not None:
             raise ToolError(self.unavailable)
+        quick = self.typical is not None and self.typical < QUICK_CALL
+        if quick and self.workers:
+            # The common case first, without building the lists below: the first
+            # worker is ready and takes quick calls (the same choice as below).
+            head = self.workers[0]
+            if (
+                head.alive
+                and not head.unsettled
+                and head.ready.is_set()
+                and head.in_flight < QUICK_BATCH
+                and (head.in_flight == 0 or time.monotonic() - head.last_done < QUICK_STALL)
+            ):
+                head.in_flight += 1
+                self.keep_spare()
+                return head
         alive = [w for w in self.workers if w.alive and not w.unsettled]
         ready = [w for w in alive if w.ready.is_set()]
         idle = [w for w in ready if w.in_flight == 0]
         pick: WorkerProcess | None
-        quick = self.typical is not None and self.typical < QUICK_CALL
         first = ready[0] if ready else None
         if (
             quick
@@ -978,12 +998,14 @@ class WorkerPool:
         abandoned: list[anyio.Event] = []
         try:
             assert worker.session is not None
-            with anyio.move_on_after(timeout):
-                return await worker.session.request(method, params, on_abandon=abandoned.append)
-            # Timed out: answered once the handler has stopped (or its worker is gone).
+            return await worker.session.request(
+                method, params, timeout=timeout, on_abandon=abandoned.append
+            )
+        except RequestTimeout:
+            # Answered once the handler has stopped (or its worker is gone).
             if abandoned:
                 await worker.settle(abandoned[0])
-            raise _TimedOut
+            raise _TimedOut from None
         except anyio.get_cancelled_exc_class():
             if abandoned:
                 # Answer the cancellation only once the handler has stopped (or its
