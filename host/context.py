@@ -77,7 +77,7 @@ class ToolContext:
             of call; the default reaches no client).
     """
 
-    __slots__ = ("_asks", "call_id", "channel", "env", "timeout", "tool_name")
+    __slots__ = ("_asks", "_early", "call_id", "channel", "env", "timeout", "tool_name")
 
     def __init__(
         self,
@@ -94,6 +94,7 @@ class ToolContext:
         self.timeout: float | None = None
         """Seconds the call may run, when the handler applies its timeout itself
         (``Tool.own_timeout``); None otherwise or for no limit."""
+        self._early: Any = None  # a call already sent to a worker (Tool.early_start)
 
     async def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None

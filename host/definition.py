@@ -88,6 +88,12 @@ class Tool:
         own_timeout: the handler applies the call's timeout itself, from
             ``ctx.timeout`` (the stand-in of a tool served by a worker process, which
             does not count the worker's start-up); the executor then sets none.
+        early_start: for the stand-in of a worker's tool: ``early_start(arguments, ctx,
+            timeout)`` sends the call to a worker at once when one can take it without
+            waiting, and returns the call under way (the handler takes it over through
+            ``ctx``) or None. The host uses it while a call that nothing in the host
+            must see first (no before hook, no approval, no argument preparation, no
+            mutation queue) waits for its turn.
     """
 
     name: str
@@ -109,6 +115,7 @@ class Tool:
     prompt_snippet: str | None = None
     prompt_guidelines: tuple[str, ...] = ()
     own_timeout: bool = False
+    early_start: Callable[[dict[str, Any], Any, float | None], Any] | None = None
     _definition: dict[str, Any] | None = field(default=None, repr=False)
 
     def definition(self) -> dict[str, Any]:

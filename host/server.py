@@ -32,6 +32,7 @@ from toolwire.session import (
 )
 
 from .approval import ApprovalPolicy, HostDenial, approve_call
+from .arguments import ArgumentError
 from .batch import run_batch
 from .channel import LOG_LEVELS, LegacyChannel, ModernCall, ModernChannel, log_params
 from .context import ExecEnv, ToolContext
@@ -123,6 +124,7 @@ class HostServer:
             }
         )
         session.request_handlers["tools/call"] = self.tools_call
+        session.on_request = self._start_early
         session.request_handlers[CALL_BATCH] = self._tools_call_batch
         session.notification_handlers.update(
             {
@@ -291,11 +293,62 @@ class HostServer:
             arguments = {}
         elif type(arguments) is not dict:
             raise JsonRpcError(INVALID_PARAMS, "'arguments' must be an object")
-        channel = (
-            LegacyChannel(rctx, self) if modern is None else ModernChannel(rctx, modern, rctx.id)
-        )
-        ctx = ToolContext(rctx.id, name, self.env, channel)
+        early = rctx.early if modern is None else None
+        if type(early) is ToolContext and early.tool_name == name:
+            ctx = early  # the call is under way in a worker already (_start_early)
+        else:
+            channel = (
+                LegacyChannel(rctx, self)
+                if modern is None
+                else ModernChannel(rctx, modern, rctx.id)
+            )
+            ctx = ToolContext(rctx.id, name, self.env, channel)
         return await self.pipeline.run(tool, IncomingCall(rctx.id, name, arguments), ctx)
+
+    def _start_early(self, rctx: RequestContext, params: Any) -> None:
+        """As a ``tools/call`` is read (:attr:`Session.on_request`): when its tool runs in
+        a worker and nothing in the host must see the call before the handler (no
+        before hook, no approval, no argument preparation, no mutation queue) and its
+        arguments pass the host's check, send it to a worker that can take it at once
+        (:attr:`Tool.early_start`). The worker then runs it while the request waits
+        for its turn in the host; :meth:`tools_call` takes it over, unchanged in every
+        other respect (its timeout counts from the send)."""
+        if rctx.method != "tools/call" or type(params) is not dict:
+            return
+        name = params.get("name")
+        tool = self.registry.get(name) if type(name) is str else None
+        if (
+            tool is None
+            or tool.early_start is None
+            or tool.prepare_arguments is not None
+            or tool.mutates
+        ):
+            return
+        hooks = self.pipeline.hooks
+        if hooks.before and hooks.before_for(tool.name):
+            return
+        if self.approval.active and self.approval.needs_approval(tool):
+            return
+        arguments = params.get("arguments")
+        if arguments is None:
+            arguments = {}
+        elif type(arguments) is not dict:
+            return
+        try:
+            checked = tool.check(arguments)
+        except ArgumentError:
+            return  # the request reports it
+        ctx = ToolContext(rctx.id, tool.name, self.env, LegacyChannel(rctx, self))
+        timeout = tool.timeout if tool.timeout is not None else self.executor.default_timeout
+        flight = tool.early_start(checked.arguments, ctx, timeout)
+        if flight is None:
+            return
+        ctx._early = flight
+        rctx.early = ctx
+        log.debug("%s: call %r sent to its worker as it was read", tool.name, rctx.id)
+        # A request that ends before its handler took the call (cancelled, or the
+        # connection closed) gives it up.
+        rctx.on_done = lambda: flight.pool.release(flight)
 
     async def _tools_call_batch(self, params: Any, rctx: RequestContext) -> dict[str, Any]:
         return await run_batch(

@@ -49,7 +49,7 @@ from toolwire.errors import (
     RequestTimeout,
 )
 from toolwire.framing import DEFAULT_MAX_MESSAGE_SIZE
-from toolwire.session import RequestContext, Session
+from toolwire.session import OutboundRequest, RequestContext, Session
 from toolwire.streams import FdReceiveStream, FdSendStream
 
 from .arguments import Arguments
@@ -739,6 +739,44 @@ class WorkerProcess:
             self.kill(f"a call in it did not stop within {STOP_GRACE:g} s of being cancelled")
 
 
+class _Flight:
+    """One request sent to a worker, from :meth:`WorkerPool._begin` until its answer is
+    taken (:meth:`WorkerPool._finish`) or it is given up (:meth:`WorkerPool.release`)."""
+
+    __slots__ = (
+        "arguments",
+        "began",
+        "ended",
+        "error",
+        "outbound",
+        "pool",
+        "ref",
+        "taken",
+        "worker",
+    )
+
+    def __init__(self, pool: WorkerPool, worker: WorkerProcess, ref: int) -> None:
+        self.pool = pool
+        self.worker = worker
+        self.ref = ref
+        self.outbound: OutboundRequest | None = None
+        self.error: JsonRpcError | None = None
+        self.arguments: dict[str, Any] | None = None
+        self.began = time.monotonic()
+        self.taken = False
+        self.ended = False
+
+
+def _call_params(name: str, arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    """The params of a worker's ``tools/call`` (:mod:`.workerwire`; ``ref`` added on send)."""
+    return {
+        "name": name,
+        "arguments": arguments,
+        "callId": ctx.call_id,
+        "capabilities": ctx.client_capabilities,
+    }
+
+
 class WorkerPool:
     """The workers of one tool module: started on demand up to ``size``, restarted
     after a death with a growing pause.
@@ -858,6 +896,50 @@ class WorkerPool:
             or f"died ({describe_status(worker.returncode or 0, self.sandboxed)})",
         )
 
+    def _choose(self) -> WorkerProcess | None:
+        """:meth:`acquire`'s choice among the workers there are (None: start one)."""
+        quick = self.typical is not None and self.typical < QUICK_CALL
+        alive = [w for w in self.workers if w.alive and not w.unsettled]
+        ready = [w for w in alive if w.ready.is_set()]
+        idle = [w for w in ready if w.in_flight == 0]
+        first = ready[0] if ready else None
+        if (
+            quick
+            and first is not None
+            and first.in_flight < QUICK_BATCH
+            and (first.in_flight == 0 or time.monotonic() - first.last_done < QUICK_STALL)
+        ):
+            # Calls that take well under a millisecond: one worker answers a burst of
+            # them faster than two that each wake up per call.
+            return first
+        if idle:
+            return idle[0]
+        # A worker that is starting and has nothing to do yet takes the call (it is
+        # ready within a fraction of a second; a busy one may stay busy); else the
+        # least busy ready one.
+        starting = [w for w in alive if not w.ready.is_set() and w.in_flight == 0]
+        if starting:
+            return starting[0]
+        if ready:
+            return min(ready, key=lambda w: w.in_flight)
+        return alive[0] if alive else None
+
+    def pick_now(self) -> WorkerProcess | None:
+        """The worker :meth:`acquire` would take, when it can take the call at once
+        (its ``in_flight`` then counted); None when acquiring would mean waiting (a
+        worker starting, or one to start) or the module is unavailable."""
+        if self.unavailable is not None:
+            return None
+        head = self.quick_pick()
+        if head is not None:
+            return head
+        pick = self._choose()
+        if pick is None or not pick.ready.is_set():
+            return None
+        pick.in_flight += 1
+        self.keep_spare()
+        return pick
+
     async def acquire(self) -> WorkerProcess:
         """A worker for one more request (its ``in_flight`` already counted).
 
@@ -875,48 +957,10 @@ class WorkerPool:
         """
         if self.unavailable is not None:
             raise ToolError(self.unavailable)
-        quick = self.typical is not None and self.typical < QUICK_CALL
-        if quick and self.workers:
-            # The common case first, without building the lists below: the first
-            # worker is ready and takes quick calls (the same choice as below).
-            head = self.workers[0]
-            if (
-                head.alive
-                and not head.unsettled
-                and head.ready.is_set()
-                and head.in_flight < QUICK_BATCH
-                and (head.in_flight == 0 or time.monotonic() - head.last_done < QUICK_STALL)
-            ):
-                head.in_flight += 1
-                self.keep_spare()
-                return head
-        alive = [w for w in self.workers if w.alive and not w.unsettled]
-        ready = [w for w in alive if w.ready.is_set()]
-        idle = [w for w in ready if w.in_flight == 0]
-        pick: WorkerProcess | None
-        first = ready[0] if ready else None
-        if (
-            quick
-            and first is not None
-            and first.in_flight < QUICK_BATCH
-            and (first.in_flight == 0 or time.monotonic() - first.last_done < QUICK_STALL)
-        ):
-            # Calls that take well under a millisecond: one worker answers a burst of
-            # them faster than two that each wake up per call.
-            pick = first
-        elif idle:
-            pick = idle[0]
-        else:
-            # A worker that is starting and has nothing to do yet takes the call (it is
-            # ready within a fraction of a second; a busy one may stay busy); else the
-            # least busy ready one.
-            starting = [w for w in alive if not w.ready.is_set() and w.in_flight == 0]
-            if starting:
-                pick = starting[0]
-            elif ready:
-                pick = min(ready, key=lambda w: w.in_flight)
-            else:
-                pick = alive[0] if alive else None
+        head = self.quick_pick()
+        if head is not None:
+            return head
+        pick = self._choose()
         if pick is not None:
             pick.in_flight += 1
             self.keep_spare()
@@ -945,6 +989,27 @@ class WorkerPool:
             raise
         self.keep_spare()
         return pick
+
+    def quick_pick(self) -> WorkerProcess | None:
+        """The usual choice of :meth:`acquire`, made without building its lists: for a
+        module of quick calls, the first worker when it is ready and takes one more
+        (its ``in_flight`` then counted); None when that does not apply."""
+        if self.typical is None or self.typical >= QUICK_CALL or not self.workers:
+            return None
+        if self.unavailable is not None:
+            return None
+        head = self.workers[0]
+        if (
+            head.alive
+            and not head.unsettled
+            and head.ready.is_set()
+            and head.in_flight < QUICK_BATCH
+            and (head.in_flight == 0 or time.monotonic() - head.last_done < QUICK_STALL)
+        ):
+            head.in_flight += 1
+            self.keep_spare()
+            return head
+        return None
 
     def keep_spare(self) -> None:
         """Start one more worker in the background when none is idle (or starting) and
@@ -990,17 +1055,49 @@ class WorkerPool:
             JsonRpcError: the worker's own error answer.
         """
         worker = await self.acquire()
+        return await self._finish(self._begin(worker, method, params, ctx, timeout), tool_name)
+
+    def _begin(
+        self,
+        worker: WorkerProcess,
+        method: str,
+        params: dict[str, Any],
+        ctx: ToolContext | None,
+        timeout: float | None,
+    ) -> _Flight:
+        """Send ``method`` to ``worker`` (counted in its ``in_flight`` by
+        :meth:`acquire`) now; a send that fails is kept for :meth:`_finish` to report."""
         owner = self.workers_owner
         ref = owner.live.add(ctx) if ctx is not None else 0
         params["ref"] = ref
         if ref:
             worker.refs.add(ref)
-        abandoned: list[anyio.Event] = []
+        flight = _Flight(self, worker, ref)
         try:
             assert worker.session is not None
-            return await worker.session.request(
-                method, params, timeout=timeout, on_abandon=abandoned.append
-            )
+            flight.outbound = worker.session.start_request(method, params, timeout=timeout)
+        except JsonRpcError as exc:
+            flight.error = exc
+        except BaseException:
+            self._end(flight)
+            raise
+        return flight
+
+    async def _finish(self, flight: _Flight, tool_name: str) -> Any:
+        """Wait for the answer to a request :meth:`_begin` sent.
+
+        Raises:
+            _TimedOut: its deadline passed (answered once the handler stopped).
+            ToolError: the worker died or was stopped meanwhile.
+            JsonRpcError: the worker's own error answer.
+        """
+        worker = flight.worker
+        abandoned: list[anyio.Event] = []
+        try:
+            if flight.error is not None:
+                raise flight.error
+            assert flight.outbound is not None
+            return await flight.outbound.wait(abandoned.append)
         except RequestTimeout:
             # Answered once the handler has stopped (or its worker is gone).
             if abandoned:
@@ -1018,31 +1115,72 @@ class WorkerPool:
             what = await worker.death()
             raise ToolError(f'Tool "{tool_name}" failed: its worker process {what}') from None
         finally:
-            worker.in_flight -= 1
-            worker.last_done = time.monotonic()
-            if ref:
-                owner.live.remove(ref)
-                worker.refs.discard(ref)
-            if worker.retiring and worker.in_flight == 0:
-                worker.close()
+            self._end(flight)
+
+    def _end(self, flight: _Flight) -> None:
+        if flight.ended:
+            return
+        flight.ended = True
+        worker = flight.worker
+        worker.in_flight -= 1
+        worker.last_done = time.monotonic()
+        if flight.ref:
+            self.workers_owner.live.remove(flight.ref)
+            worker.refs.discard(flight.ref)
+        if worker.retiring and worker.in_flight == 0:
+            worker.close()
+
+    def start_early(
+        self, name: str, arguments: dict[str, Any], ctx: ToolContext, timeout: float | None
+    ) -> _Flight | None:
+        """Send a call of tool ``name`` now when a worker can take it without waiting
+        (:meth:`pick_now`); :meth:`call` takes it over through ``ctx``, or
+        :meth:`release` gives it up. None when no worker can take it at once."""
+        worker = self.pick_now()
+        if worker is None:
+            return None
+        flight = self._begin(worker, "tools/call", _call_params(name, arguments, ctx), ctx, timeout)
+        flight.arguments = arguments
+        return flight
+
+    def release(self, flight: _Flight) -> None:
+        """Give up an early call nobody took (its request was cancelled or closed before
+        its handler ran): the worker is told to stop it, and is not sent new calls
+        until it has (or is killed, as for any cancelled call)."""
+        if flight.taken or flight.ended:
+            return
+        abandoned: list[anyio.Event] = []
+        if flight.outbound is not None:
+            flight.outbound.abandon(abandoned.append)
+        if abandoned:
+            self.workers_owner.spawn(flight.worker.settle, abandoned[0])
+        self._end(flight)
 
     async def call(self, name: str, arguments: dict[str, Any], ctx: ToolContext) -> WireResult:
         """Run one call of tool ``name`` in a worker, under ``ctx.timeout`` counted from
-        the moment a worker is there; its wire result.
+        the moment a worker is there; its wire result. A call :meth:`start_early` sent
+        for these arguments is taken over.
 
         Raises:
             ToolError: the worker died or was stopped, or the module is unavailable.
             ProtocolFailure: the worker could not encode the result (-32603).
         """
-        params: dict[str, Any] = {
-            "name": name,
-            "arguments": arguments,
-            "callId": ctx.call_id,
-            "capabilities": ctx.client_capabilities,
-        }
         began = time.monotonic()
+        early: _Flight | None = ctx._early
         try:
-            result = await self.request("tools/call", params, ctx, name, timeout=ctx.timeout)
+            if early is not None:
+                ctx._early = None
+                if early.pool is self and not early.ended and early.arguments == arguments:
+                    early.taken = True
+                    began = early.began
+                    result = await self._finish(early, name)
+                else:
+                    self.release(early)
+                    early = None
+            if early is None:
+                result = await self.request(
+                    "tools/call", _call_params(name, arguments, ctx), ctx, name, timeout=ctx.timeout
+                )
             took = time.monotonic() - began
             self.typical = took if self.typical is None else 0.8 * self.typical + 0.2 * took
         except _TimedOut:
@@ -1106,6 +1244,11 @@ def remote_tool(pool: WorkerPool, description: dict[str, Any]) -> Tool:
     async def handler(arguments: dict[str, Any], ctx: ToolContext) -> WireResult:
         return await pool.call(name, arguments, ctx)
 
+    def early_start(
+        arguments: dict[str, Any], ctx: ToolContext, timeout: float | None
+    ) -> _Flight | None:
+        return pool.start_early(name, arguments, ctx, timeout)
+
     prepare: Callable[[Any], Awaitable[Any]] | None = None
     if description.get("prepareArguments"):
 
@@ -1137,6 +1280,7 @@ def remote_tool(pool: WorkerPool, description: dict[str, Any]) -> Tool:
         meta=d.get("_meta"),
         prepare_arguments=prepare,
         own_timeout=True,
+        early_start=early_start,
     )
     t._definition = d
     return t

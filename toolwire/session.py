@@ -159,6 +159,10 @@ class RequestContext:
         session: the session the request arrived on.
         progress_token: ``params._meta.progressToken`` when the caller sent one.
         cancelled_by: None while running; "mcp" or "lsp" once a cancellation arrived.
+        early: whatever :attr:`Session.on_request` started for this request before its
+            handler runs (the handler takes it; None otherwise).
+        on_done: called once the request is finished, answered or not (after its
+            handler returned); None for nothing.
     """
 
     __slots__ = (
@@ -169,8 +173,10 @@ class RequestContext:
         "_last_progress",
         "_scope",
         "cancelled_by",
+        "early",
         "id",
         "method",
+        "on_done",
         "progress_token",
         "session",
     )
@@ -195,6 +201,8 @@ class RequestContext:
         self._batch = batch
         self._abort_error: JsonRpcError | None = None
         self._answered = False
+        self.early: Any = None
+        self.on_done: Callable[[], None] | None = None
 
     @property
     def done(self) -> bool:
@@ -307,6 +315,89 @@ class _Pending:
         self.finished = False  # the requester stopped waiting (its deadline is moot)
 
 
+class OutboundRequest:
+    """A request sent by :meth:`Session.start_request` whose response is still to come.
+
+    Attributes:
+        id: the request's id.
+    """
+
+    __slots__ = ("_closed", "_pending", "_session", "_timeout", "_token", "id")
+
+    def __init__(
+        self,
+        session: Session,
+        id: RequestId,
+        pending: _Pending,
+        timeout: float | None,
+        token: RequestId | None,
+    ) -> None:
+        self._session = session
+        self.id = id
+        self._pending = pending
+        self._timeout = timeout
+        self._token = token
+        self._closed = False
+
+    async def wait(self, on_abandon: Callable[[anyio.Event], None] | None = None) -> Any:
+        """Wait for the response; ``on_abandon`` and what is raised are as for
+        :meth:`Session.request`. Call once."""
+        session, pending, timeout = self._session, self._pending, self._timeout
+        abandoned = False
+        try:
+            await pending.event.wait()
+            if pending.timed_out:
+                session._send_cancel(self.id, f"timed out after {timeout}s")
+                if on_abandon is not None and not session._closing:
+                    abandoned = True  # the response still settles the entry
+                    pending.event = anyio.Event()
+                    on_abandon(pending.event)
+                raise RequestTimeout(
+                    REQUEST_TIMEOUT, f"Request timed out after {timeout}s", {"timeout": timeout}
+                )
+        except anyio.get_cancelled_exc_class():
+            if not pending.event.is_set():
+                session._send_cancel(self.id, "cancelled by caller")
+                if on_abandon is not None and not session._closing:
+                    abandoned = True  # the response still settles the entry
+                    on_abandon(pending.event)
+            raise
+        finally:
+            self._close(keep=abandoned)
+        if pending.error is not None:
+            raise pending.error
+        return pending.result
+
+    def abandon(self, on_abandon: Callable[[anyio.Event], None] | None = None) -> None:
+        """Give up a request nobody will wait for: unless its response came, the
+        cancellation is sent and ``on_abandon(event)`` is called as for :meth:`wait`."""
+        if self._closed:
+            return
+        pending, session = self._pending, self._session
+        keep = False
+        if not pending.event.is_set() or pending.timed_out:
+            session._send_cancel(self.id, "abandoned by the caller")
+            if on_abandon is not None and not session._closing:
+                keep = True
+                if pending.timed_out:
+                    pending.event = anyio.Event()
+                on_abandon(pending.event)
+        self._close(keep=keep)
+
+    def _close(self, keep: bool) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        session = self._session
+        if not keep:
+            session._pending.pop(self.id, None)
+        if self._token is not None:
+            session._progress_listeners.pop(self._token, None)
+        if self._timeout is not None:
+            self._pending.finished = True
+            session._timed -= 1
+
+
 class Session:
     """A JSON-RPC 2.0 peer over a pair of anyio byte streams.
 
@@ -345,6 +436,11 @@ class Session:
         self.inline_request_handlers: dict[str, Callable[[Any, RequestContext], Any]] = {}
         self.notification_handlers: dict[str, NotificationHandler] = {}
         self.unknown_method_handler: Callable[[str], JsonRpcError] | None = None
+        self.on_request: Callable[[RequestContext, Any], None] | None = None
+        """Called with each request's context and params as it is read, before its
+        handler is queued (not for inline or routed ones): a chance to start work the
+        handler will take over (:attr:`RequestContext.early`). It runs in the read loop,
+        must not await, and an exception it raises is logged."""
         self.request_router: Callable[[str, Any], RequestHandler | None] | None = None
         """Consulted first for every request: ``router(method, params)`` returns the
         handler that serves it, or None to look it up in the handler tables (the host
@@ -590,6 +686,28 @@ class Session:
             JsonRpcError: the peer answered with an error; -32000 when the connection
                 closed first.
         """
+        outbound = self.start_request(
+            method, params, timeout=timeout, on_progress=on_progress, request_id=request_id
+        )
+        return await outbound.wait(on_abandon)
+
+    def start_request(
+        self,
+        method: str,
+        params: Any = None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressListener | None = None,
+        request_id: int | None = None,
+    ) -> OutboundRequest:
+        """Send a request now, without waiting: :meth:`OutboundRequest.wait` waits for
+        its result (or :meth:`OutboundRequest.abandon` gives it up). The arguments are
+        those of :meth:`request`; its deadline counts from now.
+
+        Raises:
+            JsonRpcError: -32000 when the connection is closing.
+            TypeError, ValueError: ``params`` is not JSON-serialisable.
+        """
         if self._closing:
             raise JsonRpcError(CONNECTION_CLOSED, "Connection closed")
         req_id = self.new_request_id() if request_id is None else request_id
@@ -609,38 +727,9 @@ class Session:
             if token is not None:
                 self._progress_listeners.pop(token, None)
             raise
-        abandoned = False
         if timeout is not None:
             self._add_deadline(timeout, pending)
-        try:
-            await pending.event.wait()
-            if pending.timed_out:
-                self._send_cancel(req_id, f"timed out after {timeout}s")
-                if on_abandon is not None and not self._closing:
-                    abandoned = True  # the response still settles the entry
-                    pending.event = anyio.Event()
-                    on_abandon(pending.event)
-                raise RequestTimeout(
-                    REQUEST_TIMEOUT, f"Request timed out after {timeout}s", {"timeout": timeout}
-                )
-        except anyio.get_cancelled_exc_class():
-            if not pending.event.is_set():
-                self._send_cancel(req_id, "cancelled by caller")
-                if on_abandon is not None and not self._closing:
-                    abandoned = True  # the response still settles the entry
-                    on_abandon(pending.event)
-            raise
-        finally:
-            if not abandoned:
-                self._pending.pop(req_id, None)
-            if token is not None:
-                self._progress_listeners.pop(token, None)
-            if timeout is not None:
-                pending.finished = True
-                self._timed -= 1
-        if pending.error is not None:
-            raise pending.error
-        return pending.result
+        return OutboundRequest(self, req_id, pending, timeout, token)
 
     def _add_deadline(self, timeout: float, pending: _Pending) -> None:
         when = anyio.current_time() + timeout
@@ -992,9 +1081,13 @@ class Session:
                 )
             self._reply(batch, error_response(req.id, err))
             return
-        self._queue_job(
-            handler, params, RequestContext(self, req.id, req.method, params, batch), tg
-        )
+        ctx = RequestContext(self, req.id, req.method, params, batch)
+        if self.on_request is not None and routed is None:
+            try:
+                self.on_request(ctx, params)
+            except Exception:
+                log.exception("%s: on_request failed for %s", self.name, req.method)
+        self._queue_job(handler, params, ctx, tg)
 
     def _queue_job(
         self, handler: RequestHandler, params: Any, ctx: RequestContext, tg: TaskGroup
@@ -1083,6 +1176,11 @@ class Session:
             if ctx._batch is not None and not answered:
                 ctx._batch.outstanding -= 1
             self._note_flight_change()
+            if ctx.on_done is not None:
+                try:
+                    ctx.on_done()
+                except Exception:
+                    log.exception("%s: on_done failed for %s", self.name, ctx.method)
         if answered:
             return
         if ctx._batch is not None:

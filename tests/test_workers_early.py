@@ -1,0 +1,156 @@
+"""A tools/call of a worker's tool is sent to the worker as the host reads it, while the
+request waits for its turn in the host, when nothing in the host must see the call
+first. These tests hold what must not change: before hooks and approval still come
+first, progress and timeouts still work, a cancelled call still stops. The host's debug
+log names each call sent early, the positive control of every negative test here."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from tests.e2e_helpers import text_of
+from tests.hostproc import TOOLS_DIR, HostProcess
+
+EARLY_TOOLS = str(TOOLS_DIR / "early_tools.py")
+SENT_EARLY = "sent to its worker as it was read"
+
+
+@contextmanager
+def early_host(
+    tmp_path: Path, *args: str, capabilities: dict[str, Any] | None = None
+) -> Iterator[HostProcess]:
+    argv = ["--root", str(tmp_path), "--no-builtins", "--no-entry-points"]
+    argv += ["--tools", EARLY_TOOLS, "--log-level", "debug", *args]
+    with HostProcess(argv, cwd=tmp_path) as h:
+        h.request(
+            "initialize",
+            {
+                "protocolVersion": "2025-11-25",
+                "capabilities": capabilities or {},
+                "clientInfo": {"name": "test", "version": "0"},
+            },
+        )
+        h.notify("notifications/initialized")
+        for _ in range(5):  # the module's calls are now known to be quick
+            assert text_of(h.call("quick")) == "ok"
+        yield h
+
+
+def _early_lines(h: HostProcess, tool: str) -> int:
+    return sum(1 for line in h.stderr.splitlines() if SENT_EARLY in line and tool in line)
+
+
+def _wait_for_log(h: HostProcess, tool: str, count: int) -> None:
+    deadline = time.monotonic() + 10
+    while _early_lines(h, tool) < count and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def test_a_plain_call_is_sent_early_and_answered_as_usual(tmp_path: Path) -> None:
+    path = tmp_path / "notes.txt"
+    with early_host(tmp_path) as h:
+        assert text_of(h.call("note_freely", {"word": "one", "path": str(path)})) == "noted one"
+        assert text_of(h.call("note_freely", {"word": "two", "path": str(path)})) == "noted two"
+        _wait_for_log(h, "note_freely", 2)
+        assert _early_lines(h, "note_freely") == 2, h.stderr
+    assert path.read_text() == "one\ntwo\n"
+
+
+def test_a_before_hook_still_sees_the_call_before_the_worker_runs_it(tmp_path: Path) -> None:
+    path = tmp_path / "notes.txt"
+    with early_host(tmp_path) as h:
+        blocked = h.call("note", {"word": "forbidden", "path": str(path)})["result"]
+        assert blocked["isError"] is True
+        assert "forbidden here" in text_of({"result": blocked})
+        assert text_of(h.call("note", {"word": "fine", "path": str(path)})) == "noted fine"
+        # control: the same call of a tool without a hook is sent early and runs
+        h.call("note_freely", {"word": "forbidden", "path": str(tmp_path / "free.txt")})
+        _wait_for_log(h, "note_freely", 1)
+        assert _early_lines(h, "note_freely") == 1, h.stderr
+        assert _early_lines(h, "note") == _early_lines(h, "note_freely")  # none for "note"
+    assert path.read_text() == "fine\n"
+    assert (tmp_path / "free.txt").read_text() == "forbidden\n"
+
+
+def test_a_call_that_needs_approval_never_starts_before_it(tmp_path: Path) -> None:
+    path = tmp_path / "notes.txt"
+    # No approval capability: the host denies the call itself.
+    with early_host(tmp_path, "--approve", "touch_note") as h:
+        denied = h.call("touch_note", {"word": "early", "path": str(path)})["result"]
+        assert denied["isError"] is True
+        h.call("note_freely", {"word": "control", "path": str(tmp_path / "free.txt")})
+        _wait_for_log(h, "note_freely", 1)
+        assert _early_lines(h, "note_freely") == 1, h.stderr
+        assert _early_lines(h, "touch_note") == 0, h.stderr
+    assert not path.exists()
+
+
+def test_invalid_arguments_are_not_sent(tmp_path: Path) -> None:
+    path = tmp_path / "notes.txt"
+    with early_host(tmp_path) as h:
+        bad = h.call("note_freely", {"word": "no path"})["result"]
+        assert bad["isError"] is True
+        assert "Invalid arguments" in text_of({"result": bad})
+        assert _early_lines(h, "note_freely") == 0, h.stderr
+    assert not path.exists()
+
+
+def test_progress_of_a_call_sent_early_reaches_the_client(tmp_path: Path) -> None:
+    with early_host(tmp_path) as h:
+        h.send(
+            {
+                "jsonrpc": "2.0",
+                "id": "p",
+                "method": "tools/call",
+                "params": {"name": "steps", "arguments": {"n": 3}, "_meta": {"progressToken": 7}},
+            }
+        )
+        resp = h.recv_response("p")
+        assert text_of(resp) == "3 steps"
+        progress = [
+            m["params"]["progress"]
+            for m in h.drain()
+            if m.get("method") == "notifications/progress" and m["params"]["progressToken"] == 7
+        ]
+        _wait_for_log(h, "steps", 1)
+        assert _early_lines(h, "steps") == 1, h.stderr
+    assert progress == [1, 2, 3]
+
+
+def test_the_timeout_of_a_call_sent_early_still_fires(tmp_path: Path) -> None:
+    with early_host(tmp_path) as h:
+        started = time.monotonic()
+        r = h.call("overstay", timeout=20)["result"]
+        took = time.monotonic() - started
+        assert r["isError"] is True
+        assert "timed out after 0.3 seconds" in text_of({"result": r})
+        assert took < 2.0, took
+        _wait_for_log(h, "overstay", 1)
+        assert _early_lines(h, "overstay") == 1, h.stderr
+        assert text_of(h.call("quick")) == "ok"
+
+
+def test_a_call_cancelled_as_it_is_read_stops_in_its_worker(tmp_path: Path) -> None:
+    with early_host(tmp_path) as h:
+        # The call and its cancellation in one write: read together, before the
+        # request's turn in the host comes.
+        h.send_raw(
+            b'{"jsonrpc":"2.0","id":"c","method":"tools/call",'
+            b'"params":{"name":"overstay","arguments":{}}}\n'
+            b'{"jsonrpc":"2.0","method":"notifications/cancelled",'
+            b'"params":{"requestId":"c","reason":"changed my mind"}}\n'
+        )
+        started = time.monotonic()
+        assert text_of(h.call("quick")) == "ok"
+        assert time.monotonic() - started < 2.0
+        _wait_for_log(h, "overstay", 1)
+        assert _early_lines(h, "overstay") == 1, h.stderr
+        time.sleep(0.6)  # past the 0.3 s timeout the call would have had
+        leftovers = [m for m in h.drain() if isinstance(m, dict) and m.get("id") == "c"]
+        assert leftovers == []  # MCP: nothing is sent for a cancelled request
+        assert "did not stop" not in h.stderr  # the worker stopped it; nobody was killed
+        assert text_of(h.call("quick")) == "ok"
