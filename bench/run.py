@@ -893,6 +893,14 @@ def machine() -> str:
     )
 
 
+def _figure(v: float) -> str:
+    """A figure as the table shows it: whole numbers from 100, three decimals under 1
+    (sub-millisecond latencies), two otherwise."""
+    if v >= 100:
+        return f"{v:,.0f}"
+    return f"{v:.3f}" if abs(v) < 1 else f"{v:.2f}"
+
+
 def table(results: dict[str, dict[str, float]]) -> str:
     labels = list(results)
     ref = MCP
@@ -916,7 +924,7 @@ def table(results: dict[str, dict[str, float]]) -> str:
             if v is not None and key.startswith("exit_") and v >= EXIT_CAP * 1000:
                 cells.append(f"did not exit (killed at {EXIT_CAP:g} s)")
             else:
-                cells.append("–" if v is None else (f"{v:,.0f}" if v >= 100 else f"{v:.2f}"))
+                cells.append("–" if v is None else _figure(v))
         ratios = []
         for lab in others:
             a, b = results[lab].get(key), results[ref].get(key)
