@@ -40,7 +40,7 @@ from .definition import Tool
 from .executor import Executor
 from .hooks import IncomingCall
 from .modern import ModernServer
-from .pipeline import Pipeline
+from .pipeline import Pipeline, Prepared
 from .registry import Registry
 
 __all__ = ["HostServer"]
@@ -285,6 +285,12 @@ class HostServer:
         name = params.get("name")
         if type(name) is not str:
             raise JsonRpcError(INVALID_PARAMS, "tools/call needs a string 'name'")
+        early = rctx.early if modern is None else None
+        if type(early) is Prepared:
+            # Sent to its worker as it was read (_start_early), after the preflight it
+            # had then: it runs as the registry and hooks were at that moment, like a
+            # call in flight across a reload, and is never sent twice.
+            return await self.pipeline.execute(early)
         tool = self.registry.get(name)
         if tool is None:
             raise JsonRpcError(INVALID_PARAMS, f"Unknown tool: {name}", {"name": name})
@@ -293,16 +299,10 @@ class HostServer:
             arguments = {}
         elif type(arguments) is not dict:
             raise JsonRpcError(INVALID_PARAMS, "'arguments' must be an object")
-        early = rctx.early if modern is None else None
-        if type(early) is ToolContext and early.tool_name == name:
-            ctx = early  # the call is under way in a worker already (_start_early)
-        else:
-            channel = (
-                LegacyChannel(rctx, self)
-                if modern is None
-                else ModernChannel(rctx, modern, rctx.id)
-            )
-            ctx = ToolContext(rctx.id, name, self.env, channel)
+        channel = (
+            LegacyChannel(rctx, self) if modern is None else ModernChannel(rctx, modern, rctx.id)
+        )
+        ctx = ToolContext(rctx.id, name, self.env, channel)
         return await self.pipeline.run(tool, IncomingCall(rctx.id, name, arguments), ctx)
 
     def _start_early(self, rctx: RequestContext, params: Any) -> None:
@@ -311,8 +311,10 @@ class HostServer:
         before hook, no approval, no argument preparation, no mutation queue) and its
         arguments pass the host's check, send it to a worker that can take it at once
         (:attr:`Tool.early_start`). The worker then runs it while the request waits
-        for its turn in the host; :meth:`tools_call` takes it over, unchanged in every
-        other respect (its timeout counts from the send)."""
+        for its turn in the host; :meth:`tools_call` takes it over. What was decided
+        here is the call's preflight (the same outcome :meth:`Pipeline.preflight` gives
+        such a call): a reload between now and the request's turn changes nothing for
+        it, as for any call already in flight. Its timeout counts from the send."""
         if rctx.method != "tools/call" or type(params) is not dict:
             return
         name = params.get("name")
@@ -336,6 +338,7 @@ class HostServer:
             return
         try:
             checked = tool.check(arguments)
+            kwargs = checked.kwargs()
         except ArgumentError:
             return  # the request reports it
         ctx = ToolContext(rctx.id, tool.name, self.env, LegacyChannel(rctx, self))
@@ -344,7 +347,8 @@ class HostServer:
         if flight is None:
             return
         ctx._early = flight
-        rctx.early = ctx
+        call = IncomingCall(rctx.id, tool.name, arguments)
+        rctx.early = Prepared(tool, call, ctx, checked.arguments, kwargs)
         log.debug("%s: call %r sent to its worker as it was read", tool.name, rctx.id)
         # A request that ends before its handler took the call (cancelled, or the
         # connection closed) gives it up.

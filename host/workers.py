@@ -744,7 +744,6 @@ class _Flight:
     taken (:meth:`WorkerPool._finish`) or it is given up (:meth:`WorkerPool.release`)."""
 
     __slots__ = (
-        "arguments",
         "began",
         "ended",
         "error",
@@ -761,7 +760,6 @@ class _Flight:
         self.ref = ref
         self.outbound: OutboundRequest | None = None
         self.error: JsonRpcError | None = None
-        self.arguments: dict[str, Any] | None = None
         self.began = time.monotonic()
         self.taken = False
         self.ended = False
@@ -1139,9 +1137,7 @@ class WorkerPool:
         worker = self.pick_now()
         if worker is None:
             return None
-        flight = self._begin(worker, "tools/call", _call_params(name, arguments, ctx), ctx, timeout)
-        flight.arguments = arguments
-        return flight
+        return self._begin(worker, "tools/call", _call_params(name, arguments, ctx), ctx, timeout)
 
     def release(self, flight: _Flight) -> None:
         """Give up an early call nobody took (its request was cancelled or closed before
@@ -1159,7 +1155,7 @@ class WorkerPool:
     async def call(self, name: str, arguments: dict[str, Any], ctx: ToolContext) -> WireResult:
         """Run one call of tool ``name`` in a worker, under ``ctx.timeout`` counted from
         the moment a worker is there; its wire result. A call :meth:`start_early` sent
-        for these arguments is taken over.
+        for this context is taken over.
 
         Raises:
             ToolError: the worker died or was stopped, or the module is unavailable.
@@ -1169,15 +1165,13 @@ class WorkerPool:
         early: _Flight | None = ctx._early
         try:
             if early is not None:
+                # Sent as its request was read, to the pool of that moment (a reload may
+                # have replaced this one since): taken over, never sent again.
                 ctx._early = None
-                if early.pool is self and not early.ended and early.arguments == arguments:
-                    early.taken = True
-                    began = early.began
-                    result = await self._finish(early, name)
-                else:
-                    self.release(early)
-                    early = None
-            if early is None:
+                early.taken = True
+                began = early.began
+                result = await early.pool._finish(early, name)
+            else:
                 result = await self.request(
                     "tools/call", _call_params(name, arguments, ctx), ctx, name, timeout=ctx.timeout
                 )

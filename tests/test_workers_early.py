@@ -6,6 +6,9 @@ log names each call sent early, the positive control of every negative test here
 
 from __future__ import annotations
 
+import collections
+import json
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -154,3 +157,106 @@ def test_a_call_cancelled_as_it_is_read_stops_in_its_worker(tmp_path: Path) -> N
         assert leftovers == []  # MCP: nothing is sent for a cancelled request
         assert "did not stop" not in h.stderr  # the worker stopped it; nobody was killed
         assert text_of(h.call("quick")) == "ok"
+
+
+_RELOADED = '''from pathlib import Path
+from toolwire.host import tool{imports}
+
+
+@tool
+async def quick() -> str:
+    """Answer at once."""
+    return "ok"
+
+
+@tool
+async def note_freely(word: str, path: str) -> str:
+    """Append the word to the file at path."""
+    with Path(path).open("a") as f:
+        f.write(word + "\\n")
+    return f"noted {{word}}"
+{hook}'''
+
+_NEW_HOOK = '''
+
+@before_tool_call(tools=["note_freely"])
+def deny(call, args, ctx):
+    """Block every call from now on."""
+    return Block("blocked by the new hook")
+'''
+
+
+def test_a_reload_under_load_never_runs_a_call_twice_or_past_a_new_hook(
+    tmp_path: Path,
+) -> None:
+    """Calls sent early to the old generation's worker, whose request's turn comes after
+    the reload swapped the registry and its hooks in: each runs once, on the generation
+    it was read under (found by a trial: re-sent to the new generation, or blocked by the
+    new hook after the old worker had run it)."""
+    module = tmp_path / "reloaded_tools.py"
+    module.write_text(_RELOADED.format(imports="", hook=""))
+    path = tmp_path / "notes.txt"
+    argv = ["--root", str(tmp_path), "--no-builtins", "--no-entry-points"]
+    argv += ["--tools", str(module), "--reload"]
+    with HostProcess(argv, cwd=tmp_path) as h:
+        h.initialize()
+        for _ in range(5):
+            assert text_of(h.call("quick")) == "ok"
+        sent: list[int] = []
+        stop = threading.Event()
+
+        def bursts() -> None:
+            n = 0
+            while not stop.is_set():
+                h.send_raw(
+                    b"".join(
+                        json.dumps(
+                            {
+                                "jsonrpc": "2.0",
+                                "id": i,
+                                "method": "tools/call",
+                                "params": {
+                                    "name": "note_freely",
+                                    "arguments": {"word": f"w{i}", "path": str(path)},
+                                },
+                            }
+                        ).encode()
+                        + b"\n"
+                        for i in range(n, n + 500)
+                    )
+                )
+                sent.extend(range(n, n + 500))
+                n += 500
+                time.sleep(0.1)
+
+        sender = threading.Thread(target=bursts)
+        sender.start()
+        try:
+            time.sleep(1.0)
+            replacement = tmp_path / "reloaded_tools.py.new"
+            replacement.write_text(
+                _RELOADED.format(imports=", Block, before_tool_call", hook=_NEW_HOOK)
+            )
+            replacement.replace(module)
+            time.sleep(2.0)
+        finally:
+            stop.set()
+            sender.join()
+        answers: dict[int, dict[str, Any]] = {}
+        deadline = time.monotonic() + 60
+        while len(answers) < len(sent) and time.monotonic() < deadline:
+            m = h.recv(timeout=30)
+            if m is None:
+                break
+            if isinstance(m, dict) and m.get("id") in sent and "method" not in m:
+                answers[m["id"]] = m
+        assert len(answers) == len(sent), h.stderr[-2000:]
+    ran = collections.Counter(int(w[1:]) for w in path.read_text().split())
+    blocked = {
+        i for i, m in answers.items() if "blocked by the new hook" in json.dumps(m.get("result"))
+    }
+    assert blocked, "the reload never took effect during the load"
+    assert len(blocked) < len(sent), "no call ran before the reload"
+    assert [i for i, times in ran.items() if times > 1] == []
+    assert sorted(i for i in blocked if i in ran) == []
+    assert set(ran) == set(sent) - blocked
