@@ -765,6 +765,14 @@ class _Flight:
         self.ended = False
 
 
+def _takes_quick_call(worker: WorkerProcess) -> bool:
+    """Whether a ready worker takes one more quick call: it has fewer than
+    :data:`QUICK_BATCH` in flight and has answered within :data:`QUICK_STALL`."""
+    return worker.in_flight < QUICK_BATCH and (
+        worker.in_flight == 0 or time.monotonic() - worker.last_done < QUICK_STALL
+    )
+
+
 def _call_params(name: str, arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     """The params of a worker's ``tools/call`` (:mod:`.workerwire`; ``ref`` added on send)."""
     return {
@@ -901,12 +909,7 @@ class WorkerPool:
         ready = [w for w in alive if w.ready.is_set()]
         idle = [w for w in ready if w.in_flight == 0]
         first = ready[0] if ready else None
-        if (
-            quick
-            and first is not None
-            and first.in_flight < QUICK_BATCH
-            and (first.in_flight == 0 or time.monotonic() - first.last_done < QUICK_STALL)
-        ):
+        if quick and first is not None and _takes_quick_call(first):
             # Calls that take well under a millisecond: one worker answers a burst of
             # them faster than two that each wake up per call.
             return first
@@ -955,10 +958,10 @@ class WorkerPool:
         """
         if self.unavailable is not None:
             raise ToolError(self.unavailable)
-        head = self.quick_pick()
-        if head is not None:
-            return head
-        pick = self._choose()
+        pick = self.pick_now()
+        if pick is not None:
+            return pick
+        pick = self._choose()  # a worker still starting, or none
         if pick is not None:
             pick.in_flight += 1
             self.keep_spare()
@@ -997,13 +1000,7 @@ class WorkerPool:
         if self.unavailable is not None:
             return None
         head = self.workers[0]
-        if (
-            head.alive
-            and not head.unsettled
-            and head.ready.is_set()
-            and head.in_flight < QUICK_BATCH
-            and (head.in_flight == 0 or time.monotonic() - head.last_done < QUICK_STALL)
-        ):
+        if head.alive and not head.unsettled and head.ready.is_set() and _takes_quick_call(head):
             head.in_flight += 1
             self.keep_spare()
             return head
