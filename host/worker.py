@@ -8,7 +8,8 @@ under bubblewrap when the sandbox is active. ``CONFIG`` is a JSON object:
 * ``root``: the directory tools act in;
 * ``sysPath``: the host's import path (already cleared of the root);
 * ``maxThreads``: threads for synchronous handlers;
-* ``logLevel``: the stderr log threshold (a :mod:`logging` level name, lower case).
+* ``logLevel``: the stderr log threshold (a :mod:`logging` level name, lower case);
+* ``boxed``: true when bubblewrap runs this process (it then dies with the host already).
 
 The host is this process's client, over stdin/stdout, in newline-delimited JSON-RPC
 (:mod:`.workerwire`): ``initialize`` answers the module's tool definitions and hooks (or
@@ -18,7 +19,10 @@ runs without a timeout of its own and, when cancelled (``$/cancelRequest``), ans
 once it has really stopped: a synchronous handler's thread is never abandoned, so the host
 can tell a handler that stops from one that will not (and then kills this process).
 
-The process ends when the host closes stdin, and with the host (``PR_SET_PDEATHSIG``).
+The process ends when the host closes stdin, and with the host: under bubblewrap through
+its ``--die-with-parent`` and PID namespace (the namespace's first process dies with the
+host, and Linux kills every process of a namespace whose first process died:
+pid_namespaces(7)); without it through ``PR_SET_PDEATHSIG``, asked for here.
 """
 
 from __future__ import annotations
@@ -47,7 +51,8 @@ def main(argv: list[str] | None = None) -> None:
 
     args = sys.argv[1:] if argv is None else argv
     config = json.loads(args[0])
-    _die_with_parent()
+    if config.get("boxed") is not True:
+        _die_with_parent()  # ctypes costs a few ms of the start; bubblewrap needs none
     sys.path[:] = [p for p in config.get("sysPath", sys.path) if isinstance(p, str)]
     from .stdio import take_over_stdio
 

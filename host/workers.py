@@ -421,6 +421,9 @@ class WorkerProcess:
             "maxThreads": workers.max_threads,
             "logLevel": workers.log_level,
         }
+        sandbox = workers.sandbox
+        if sandbox is not None and sandbox.active:
+            config["boxed"] = True
         extra_fds: tuple[int, ...] = ()
         if self.pool.source is not None:
             # Every worker of a generation runs the source it was created with, even
@@ -432,7 +435,6 @@ class WorkerProcess:
             config["sourceFd"] = fd
             extra_fds = (fd,)
         argv = [sys.executable, "-P", "-m", WORKER_MODULE, json.dumps(config)]
-        sandbox = workers.sandbox
         base = os.environ if sandbox is None else sandbox.environment(os.environ, {})
         env = dict(base)
         env["PYTHONSAFEPATH"] = "1"

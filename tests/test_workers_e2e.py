@@ -547,6 +547,20 @@ def test_workers_end_with_the_host(tmp_path: Path, how: str) -> None:
         wait_until(lambda: not _workers_of(tmp_path), PROMPT, f"the workers to end ({how})")
 
 
+@pytest.mark.parametrize("sandbox", ["auto", "none"])
+def test_a_worker_that_never_yields_dies_with_a_killed_host(tmp_path: Path, sandbox: str) -> None:
+    # The worker's loop is held by a call that never awaits, so it never sees its stdin
+    # close: only Linux ends it with the host (bubblewrap's --die-with-parent and PID
+    # namespace when sandboxed, PR_SET_PDEATHSIG asked by the worker itself when not).
+    with worker_host(tmp_path, "process", ["--workers", "1", "--sandbox", sandbox]) as h:
+        h.send(call_msg("stuck", "spin_forever", {}, token="stuck"))
+        _started(h, "stuck")
+        assert _workers_of(tmp_path), "no worker process found by its command line"
+        h.proc.send_signal(signal.SIGKILL)
+        exits_within(h)
+        wait_until(lambda: not _workers_of(tmp_path), PROMPT, "the stuck worker to end")
+
+
 @pytest.mark.parametrize("isolation", ISOLATIONS)
 def test_isolation_from_the_config_file(tmp_path: Path, isolation: str) -> None:
     config = tmp_path / "toolwire.toml"
