@@ -14,7 +14,7 @@ from typing import (
     Any,
 )
 
-from toolwire.extensions import PROMPT_GUIDELINES_META_KEY, PROMPT_SNIPPET_META_KEY
+from toolwire.constants import PROMPT_GUIDELINES_META_KEY, PROMPT_SNIPPET_META_KEY
 
 if TYPE_CHECKING:
     from pydantic import TypeAdapter

@@ -34,9 +34,9 @@ from __future__ import annotations
 import dataclasses
 import inspect
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any, Literal, TypeVar, overload
 
+from toolwire._record import FrozenRecord, Record
 from toolwire.messages import RequestId
 
 from .results import ToolResult, to_wire_content
@@ -77,8 +77,7 @@ NOT_GIVEN: Any = _NotGiven()
 """Marks a :class:`ResultPatch` field a hook leaves alone (``None`` clears the field)."""
 
 
-@dataclass(slots=True)
-class IncomingCall:
+class IncomingCall(Record):
     """One call as the client sent it, before any preparation or validation.
 
     Attributes:
@@ -88,21 +87,32 @@ class IncomingCall:
         batch_id: the ``tools/callBatch`` request id when the call is part of a batch.
     """
 
-    id: RequestId
-    name: str
-    arguments: dict[str, Any]
-    batch_id: RequestId | None = None
+    __slots__ = __match_args__ = ("id", "name", "arguments", "batch_id")
+
+    def __init__(
+        self,
+        id: RequestId,
+        name: str,
+        arguments: dict[str, Any],
+        batch_id: RequestId | None = None,
+    ) -> None:
+        self.id = id
+        self.name = name
+        self.arguments = arguments
+        self.batch_id = batch_id
 
 
-@dataclass(frozen=True)
-class Block:
+class Block(FrozenRecord):
     """Returned by a before hook: do not run the call; ``reason`` is the error result's text."""
 
-    reason: str | None = None
+    __slots__ = __match_args__ = ("reason",)
+    reason: str | None
+
+    def __init__(self, reason: str | None = None) -> None:
+        object.__setattr__(self, "reason", reason)
 
 
-@dataclass(frozen=True)
-class ResultPatch:
+class ResultPatch(FrozenRecord):
     """Returned by an after hook: replace these fields of the result, each on its own.
 
     A field left at :data:`NOT_GIVEN` is kept; ``None`` clears it (no content, no
@@ -116,10 +126,23 @@ class ResultPatch:
         terminate: whether the result asks the agent loop to stop.
     """
 
-    content: Any = NOT_GIVEN
-    details: Any = NOT_GIVEN
-    is_error: Any = NOT_GIVEN
-    terminate: Any = NOT_GIVEN
+    __slots__ = __match_args__ = ("content", "details", "is_error", "terminate")
+    content: Any
+    details: Any
+    is_error: Any
+    terminate: Any
+
+    def __init__(
+        self,
+        content: Any = NOT_GIVEN,
+        details: Any = NOT_GIVEN,
+        is_error: Any = NOT_GIVEN,
+        terminate: Any = NOT_GIVEN,
+    ) -> None:
+        object.__setattr__(self, "content", content)
+        object.__setattr__(self, "details", details)
+        object.__setattr__(self, "is_error", is_error)
+        object.__setattr__(self, "terminate", terminate)
 
     def apply(self, result: ToolResult) -> ToolResult:
         """``result`` with this patch's fields replaced (a new object).
@@ -139,12 +162,20 @@ class ResultPatch:
         return out
 
 
-@dataclass(frozen=True)
-class _Hook:
+class _Hook(FrozenRecord):
+    __slots__ = __match_args__ = ("kind", "fn", "tools", "name")
     kind: HookKind
     fn: Callable[..., Any]
     tools: frozenset[str] | None
     name: str
+
+    def __init__(
+        self, kind: HookKind, fn: Callable[..., Any], tools: frozenset[str] | None, name: str
+    ) -> None:
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "fn", fn)
+        object.__setattr__(self, "tools", tools)
+        object.__setattr__(self, "name", name)
 
     def applies(self, tool_name: str) -> bool:
         return self.tools is None or tool_name in self.tools

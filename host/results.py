@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolwire import _json
+from toolwire.constants import DETAILS_META_KEY, TERMINATE_META_KEY
 from toolwire.errors import JsonRpcError
-from toolwire.extensions import DETAILS_META_KEY, TERMINATE_META_KEY
 
 __all__ = [
     "ProtocolFailure",

@@ -16,8 +16,8 @@ import time
 from typing import Any
 
 from toolwire import _json
+from toolwire.constants import APPROVE, CALL_BATCH, EXTENSION_CAPABILITY
 from toolwire.errors import INVALID_PARAMS, JsonRpcError
-from toolwire.extensions import APPROVE, CALL_BATCH, EXTENSION_CAPABILITY
 from toolwire.modern import (
     INPUT_METHODS,
     MISSING_CLIENT_CAPABILITY,

@@ -1,8 +1,9 @@
 """toolwire's own protocol beside MCP: its method names, ``_meta`` keys, shapes and rules.
 
-The one home of everything toolwire adds to MCP (protocol.md, "Batches", "Approval",
+The home of everything toolwire adds to MCP (protocol.md, "Batches", "Approval",
 "Results"); the host and the client both import it, so a name or a rule is written
-once. ``_meta`` keys follow MCP 2025-11-25 "_meta": a prefix, a slash, a name.
+once. The names are defined in :mod:`toolwire.constants` (which a worker process
+imports without the shapes below) and re-exported here. ``_meta`` keys follow MCP 2025-11-25 "_meta": a prefix, a slash, a name.
 
 * ``tools/callBatch {calls: [{id, name, arguments?}], mode?, stopReason?}`` ->
   ``{results: [{id, name, result}], terminate?}``; with ``_meta.progressToken`` the host
@@ -23,6 +24,19 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .constants import (
+    APPROVAL_CAPABILITY,
+    APPROVE,
+    CALL_BATCH,
+    CALL_ENDED,
+    CALL_PROGRESS,
+    CALL_STARTED,
+    DETAILS_META_KEY,
+    EXTENSION_CAPABILITY,
+    PROMPT_GUIDELINES_META_KEY,
+    PROMPT_SNIPPET_META_KEY,
+    TERMINATE_META_KEY,
+)
 from .errors import INVALID_PARAMS, JsonRpcError
 from .messages import RequestId, is_valid_id
 
@@ -48,37 +62,6 @@ __all__ = [
     "parse_call_batch",
     "result_terminates",
 ]
-
-# ------------------------------------------------------------------ method names
-
-CALL_BATCH = "tools/callBatch"
-"""Client -> host request running several tool calls (an assistant message's calls)."""
-APPROVE = "toolwire/approve"
-"""Host -> client request asking the client to approve one call before it runs."""
-CALL_STARTED = "notifications/toolwire/callStarted"
-"""A batch call started executing: ``{progressToken, callId, name}``."""
-CALL_PROGRESS = "notifications/toolwire/callProgress"
-"""A batch call reported progress: ``{progressToken, callId, progress, total?, message?}``."""
-CALL_ENDED = "notifications/toolwire/callEnded"
-"""A batch call's result is final: ``{progressToken, callId, isError}``."""
-
-# ------------------------------------------------------------------ _meta keys
-
-DETAILS_META_KEY = "toolwire/details"
-"""Key under a result's ``_meta`` that carries ``details`` (data for programs, not the model)."""
-TERMINATE_META_KEY = "toolwire/terminate"
-"""Key under a result's ``_meta`` set to true when the tool asked the agent loop to stop."""
-PROMPT_SNIPPET_META_KEY = "toolwire/promptSnippet"
-"""Definition ``_meta`` key holding a tool's one-line system-prompt snippet."""
-PROMPT_GUIDELINES_META_KEY = "toolwire/promptGuidelines"
-"""Definition ``_meta`` key holding a tool's system-prompt guideline bullets (strings)."""
-
-# ------------------------------------------------------------------ capabilities
-
-EXTENSION_CAPABILITY = "toolwire"
-"""The capability key under which a client declares toolwire's extensions."""
-APPROVAL_CAPABILITY: dict[str, Any] = {EXTENSION_CAPABILITY: {"approval": True}}
-"""The client capability that asks the host for ``toolwire/approve``."""
 
 
 def declares_approval(capabilities: Mapping[str, Any]) -> bool:

@@ -25,8 +25,9 @@ dropped; the caller answers the error and keeps reading. Recovery rules:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Literal, Protocol
+
+from ._record import FrozenRecord
 
 __all__ = [
     "DEFAULT_MAX_MESSAGE_SIZE",
@@ -51,8 +52,7 @@ MAX_HEADER_BLOCK = 8 * 1024
 """Largest accepted LSP header block, in bytes."""
 
 
-@dataclass(frozen=True, slots=True)
-class FramingError:
+class FramingError(FrozenRecord):
     """Bytes the decoder had to drop, and why.
 
     Attributes:
@@ -61,9 +61,15 @@ class FramingError:
         dropped: how many bytes were (or will be) discarded; 0 when unknown.
     """
 
+    __slots__ = __match_args__ = ("code", "message", "dropped")
     code: int
     message: str
-    dropped: int = 0
+    dropped: int
+
+    def __init__(self, code: int, message: str, dropped: int = 0) -> None:
+        object.__setattr__(self, "code", code)
+        object.__setattr__(self, "message", message)
+        object.__setattr__(self, "dropped", dropped)
 
 
 class Decoder(Protocol):

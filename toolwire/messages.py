@@ -8,9 +8,9 @@ value into a :class:`Request`, :class:`Notification`, :class:`Response` or an
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, TypeGuard
 
+from ._record import Record
 from .errors import INVALID_REQUEST, JsonRpcError
 
 __all__ = [
@@ -32,34 +32,41 @@ RequestId = str | int
 """A request id: any JSON string or integer (0 and negatives included), echoed exactly."""
 
 
-@dataclass(slots=True)
-class Request:
+class Request(Record):
     """A call expecting a response. ``params`` is None when the member was absent."""
 
-    id: RequestId
-    method: str
-    params: dict[str, Any] | list[Any] | None
+    __slots__ = __match_args__ = ("id", "method", "params")
+
+    def __init__(
+        self, id: RequestId, method: str, params: dict[str, Any] | list[Any] | None
+    ) -> None:
+        self.id = id
+        self.method = method
+        self.params = params
 
 
-@dataclass(slots=True)
-class Notification:
+class Notification(Record):
     """A call with no ``id``: it is never answered (JSON-RPC 2.0 §4.1)."""
 
-    method: str
-    params: dict[str, Any] | list[Any] | None
+    __slots__ = __match_args__ = ("method", "params")
+
+    def __init__(self, method: str, params: dict[str, Any] | list[Any] | None) -> None:
+        self.method = method
+        self.params = params
 
 
-@dataclass(slots=True)
-class Response:
+class Response(Record):
     """A reply to one of our requests: exactly one of ``result`` / ``error`` applies."""
 
-    id: RequestId | None
-    result: Any
-    error: JsonRpcError | None
+    __slots__ = __match_args__ = ("id", "result", "error")
+
+    def __init__(self, id: RequestId | None, result: Any, error: JsonRpcError | None) -> None:
+        self.id = id
+        self.result = result
+        self.error = error
 
 
-@dataclass(slots=True)
-class Invalid:
+class Invalid(Record):
     """A message that must be answered with an error (or dropped when ``id`` is unknown).
 
     Attributes:
@@ -67,8 +74,11 @@ class Invalid:
         error: the error to send.
     """
 
-    id: RequestId | None
-    error: JsonRpcError
+    __slots__ = __match_args__ = ("id", "error")
+
+    def __init__(self, id: RequestId | None, error: JsonRpcError) -> None:
+        self.id = id
+        self.error = error
 
 
 Message = Request | Notification | Response

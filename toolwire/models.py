@@ -36,8 +36,12 @@ __all__ = [
     "dump",
 ]
 
-from .constants import LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
-from .extensions import DETAILS_META_KEY, TERMINATE_META_KEY
+from .constants import (
+    DETAILS_META_KEY,
+    LATEST_PROTOCOL_VERSION,
+    SUPPORTED_PROTOCOL_VERSIONS,
+    TERMINATE_META_KEY,
+)
 
 
 class WireModel(BaseModel):

@@ -15,9 +15,9 @@ No third-party imports: both the host and the client use this module.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
+from ._record import FrozenRecord
 from .errors import INVALID_PARAMS, JsonRpcError
 
 __all__ = [
@@ -94,22 +94,35 @@ def is_modern_request(params: Any) -> bool:
     return type(meta) is dict and PROTOCOL_VERSION_KEY in meta
 
 
-@dataclass(frozen=True)
-class Envelope:
+class Envelope(FrozenRecord):
     """A modern request's ``_meta``, checked.
 
     Attributes:
         version: the protocol version the request claims.
-        capabilities: the client's capabilities for this request.
+        capabilities: the client's capabilities for this request (a new empty dict
+            when not given).
         client_info: ``{name, version, ...}`` when sent (self-reported; logs only).
         log_level: the level asked for with ``io.modelcontextprotocol/logLevel``, or None
             (then no log notification is sent for the request). Not checked here.
     """
 
+    __slots__ = __match_args__ = ("version", "capabilities", "client_info", "log_level")
     version: str
-    capabilities: dict[str, Any] = field(default_factory=dict)
-    client_info: dict[str, Any] | None = None
-    log_level: Any = None
+    capabilities: dict[str, Any]
+    client_info: dict[str, Any] | None
+    log_level: Any
+
+    def __init__(
+        self,
+        version: str,
+        capabilities: dict[str, Any] | None = None,
+        client_info: dict[str, Any] | None = None,
+        log_level: Any = None,
+    ) -> None:
+        object.__setattr__(self, "version", version)
+        object.__setattr__(self, "capabilities", {} if capabilities is None else capabilities)
+        object.__setattr__(self, "client_info", client_info)
+        object.__setattr__(self, "log_level", log_level)
 
     def declares(self, capability: str) -> bool:
         """Whether the client declared ``capability`` (a top-level key, e.g. "elicitation")."""
