@@ -7,10 +7,11 @@ import pickle
 from dataclasses import FrozenInstanceError
 
 import pytest
-from toolwire.errors import JsonRpcError
-from toolwire.framing import FramingError
 from toolwire.host import Block, ResultPatch
 from toolwire.host.hooks import NOT_GIVEN, IncomingCall
+
+from toolwire.errors import JsonRpcError
+from toolwire.framing import FramingError
 from toolwire.messages import Invalid, Notification, Request, Response
 from toolwire.modern import Envelope
 
@@ -18,7 +19,10 @@ from toolwire.modern import Envelope
 def test_repr_names_every_field_in_order() -> None:
     assert repr(Request(1, "ping", None)) == "Request(id=1, method='ping', params=None)"
     assert repr(Block("no")) == "Block(reason='no')"
-    assert repr(FramingError(-32700, "bad", 3)) == "FramingError(code=-32700, message='bad', dropped=3)"
+    assert (
+        repr(FramingError(-32700, "bad", 3))
+        == "FramingError(code=-32700, message='bad', dropped=3)"
+    )
 
 
 def test_equality_is_by_class_and_fields() -> None:
