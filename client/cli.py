@@ -388,12 +388,13 @@ async def _list(ns: argparse.Namespace) -> int:
 async def _call(ns: argparse.Namespace) -> int:
     from rich.markup import escape
 
-    from .client import CallTimeout, Client
+    from .client import CallTimeout, Client, LogMessage
     from .render import (
         ProgressPrinter,
         TerminalApprover,
         content_text,
         json_text,
+        log_line,
         summarize,
         visible,
     )
@@ -401,7 +402,13 @@ async def _call(ns: argparse.Namespace) -> int:
     err = _err_console()
     printer = ProgressPrinter(err, f"{ns.name} …")
     approver = TerminalApprover(err, assume_yes=ns.yes, pause=printer.paused)
-    async with Client.spawn(spawn_command(ns), on_approval=approver) as c:
+
+    def on_log(item: LogMessage) -> None:
+        # The tool's ctx.log records (and the host's own) go to stderr, as they come.
+        err.print(f"  {log_line(item)}", style="dim", markup=False, highlight=False)
+
+    command = spawn_command(ns)
+    async with Client.spawn(command, on_approval=approver, on_log=on_log) as c:
         # k=v values are read as the tool's input schema says (string parameters take
         # the raw text): look the tool up first.
         schema = next((t.input_schema for t in await c.list_tools() if t.name == ns.name), None)

@@ -7,6 +7,7 @@ import each other's private names.
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 from pathlib import Path
 
@@ -14,7 +15,7 @@ __all__ = ["add_host_options", "spawn_command"]
 
 
 def add_host_options(p: argparse.ArgumentParser, *, approval: bool = False) -> None:
-    """Add the options that say which host to spawn (``--root``, ``--tools``,
+    """Add the options that say which host to spawn (``--config``, ``--root``, ``--tools``,
     ``--no-builtins``, ``--isolation``, ``--workers``, ``--server``; with ``approval`` also ``--approve`` and ``--yes``)
     to a subcommand's parser."""
     g = p.add_argument_group("host")
@@ -33,6 +34,13 @@ def add_host_options(p: argparse.ArgumentParser, *, approval: bool = False) -> N
             action="store_true",
             help="allow every call the host asks about without prompting",
         )
+    g.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE",
+        help="the host's toolwire.toml (as 'toolwire serve --config'); options given here "
+        "take precedence over it",
+    )
     g.add_argument("--root", type=Path, help="directory the tools act in (default: cwd)")
     g.add_argument(
         "--tools",
@@ -61,7 +69,7 @@ def add_host_options(p: argparse.ArgumentParser, *, approval: bool = False) -> N
         "--server",
         metavar="COMMAND",
         help="talk to this MCP stdio server command instead of a toolwire host "
-        "(--root/--tools/--no-builtins are then ignored)",
+        "(--config/--root/--tools/--no-builtins are then ignored)",
     )
 
 
@@ -74,6 +82,8 @@ def spawn_command(ns: argparse.Namespace) -> list[str]:
     if ns.server:
         return shlex.split(ns.server)
     extra: list[str] = []
+    if getattr(ns, "config", None) is not None:
+        extra += ["--config", os.path.abspath(ns.config)]
     for policy in getattr(ns, "approve", []):
         extra += ["--approve", policy]
     if getattr(ns, "isolation", None) is not None:

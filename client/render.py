@@ -26,7 +26,7 @@ from toolwire.models import (
 )
 
 from .approval import ApprovalDecision, ApprovalRequest
-from .client import Progress, ToolReply
+from .client import LogMessage, Progress, ToolReply
 
 __all__ = [
     "ProgressPrinter",
@@ -34,6 +34,7 @@ __all__ = [
     "clip",
     "content_text",
     "json_text",
+    "log_line",
     "parameters_summary",
     "result_panel",
     "summarize",
@@ -71,6 +72,15 @@ def json_text(value: Any, *, indent: int | None = 2) -> str:
     """``value`` as JSON (non-ASCII kept readable) with every terminal control character
     escaped: the same JSON value as ``json.dumps``, safe to print on a terminal."""
     return json.dumps(value, indent=indent, ensure_ascii=False).translate(_JSON_ESCAPE)
+
+
+def log_line(item: LogMessage) -> str:
+    """One log record from the host (``notifications/message``) as text safe to print
+    on a terminal: ``log <level> <logger>: <data>``, the data as it is when a string,
+    else as compact JSON; control characters escaped as by :func:`visible`."""
+    data = item.data if isinstance(item.data, str) else json_text(item.data, indent=None)
+    where = f" {item.logger}" if item.logger else ""
+    return visible(f"log {item.level}{where}: {data}")
 
 
 def clip(text: str, *, head: int = 15, tail: int = 25, max_line: int = 200) -> str:

@@ -125,6 +125,32 @@ def test_progress_goes_to_stderr(tmp_path: Path) -> None:
     assert "3/3 step 3" in out.stderr
 
 
+def test_the_tools_log_records_go_to_stderr_escaped(tmp_path: Path) -> None:
+    out = run("call", "chatty", "message=saved \x1b[2Jthe file", *HOST_OPTS)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "logged\n"
+    assert "log info chatty: saved \\x1b[2Jthe file" in out.stderr, out.stderr
+    assert "\x1b[2J" not in out.stderr
+
+
+@pytest.mark.parametrize("command", ["call", "list"])
+def test_config_file_says_which_host(tmp_path: Path, command: str) -> None:
+    # The tools and the root come from the file alone; a relative path is the caller's.
+    (tmp_path / "cfg").mkdir()
+    (tmp_path / "cfg" / "toolwire.toml").write_text(
+        '[host]\nbuiltins = false\nisolation = "none"\n'
+        f"tools = [{json.dumps(str(TOOLS_DIR / 'client_tools.py'))}]\n"
+    )
+    args = ["chatty", "message=hi"] if command == "call" else ["--json"]
+    out = run(command, *args, "--config", "cfg/toolwire.toml", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    if command == "call":
+        assert out.stdout == "logged\n"
+    else:
+        names = {t["name"] for t in json.loads(out.stdout)["tools"]}
+        assert "chatty" in names and "read" not in names, names
+
+
 def test_timeout_exits_3(tmp_path: Path) -> None:
     out = run("call", "nap", "seconds=30", "--timeout", "0.5", *HOST_OPTS, timeout=30)
     assert out.returncode == 3
