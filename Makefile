@@ -22,7 +22,7 @@ demo: $(STAMP)
 # As root on Linux, the sandbox and escape tests run a second time as an ordinary user
 # (tests/run_unprivileged.sh says why and how); as an ordinary user, once is enough.
 test: $(STAMP)
-	$(PY) -m pytest -q -p no:cacheprovider
+	$(PY) -m pytest -q -p no:cacheprovider -n auto
 	tests/run_unprivileged.sh
 
 test-unprivileged: $(STAMP)

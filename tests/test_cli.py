@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -239,6 +240,8 @@ AGENT_OPTS = ["--no-builtins", "--tools", str(TOOLS_DIR / "agent_tools.py")]
 
 
 def run_with_input(*args: str, stdin: str | None) -> subprocess.CompletedProcess[str]:
+    # A wide console: the prompt's panel shows the whole call (a temporary directory's
+    # path can be longer than the 80 columns a pipe gets by default).
     return subprocess.run(
         [TOOLWIRE, *args],
         capture_output=True,
@@ -246,6 +249,7 @@ def run_with_input(*args: str, stdin: str | None) -> subprocess.CompletedProcess
         timeout=60,
         input=stdin,
         stdin=subprocess.DEVNULL if stdin is None else None,
+        env={**os.environ, "COLUMNS": "400"},
     )
 
 
