@@ -260,6 +260,9 @@ class WrappedCommand:
         pass_fds: descriptors the started program must inherit.
         owned_fds: descriptors opened for this command only (the seccomp program);
             :meth:`close_fds` closes them once the program has started (or could not).
+        cgroup_fd: with ``Sandbox.wrap(join_by_fd=True)``: the descriptor of the
+            cgroup's ``cgroup.procs`` (open for writing, in ``pass_fds``) through which
+            the program joins :attr:`cgroup` itself; None when it has none to join.
     """
 
     argv: list[str]
@@ -267,6 +270,7 @@ class WrappedCommand:
     cgroup: str | None = None
     pass_fds: tuple[int, ...] = ()
     owned_fds: list[int] = field(default_factory=list)
+    cgroup_fd: int | None = None
 
     def close_fds(self) -> None:
         """Close :attr:`owned_fds` (idempotent)."""
@@ -731,6 +735,7 @@ class Sandbox:
         info_fd: int | None = None,
         extra_ro: Sequence[str] = (),
         skip_limits: Collection[str] = (),
+        join_by_fd: bool = False,
     ) -> WrappedCommand:
         """The command line that runs ``argv`` in this sandbox.
 
@@ -748,6 +753,12 @@ class Sandbox:
                 (a worker process's tool module, :mod:`toolwire.host.workers`).
             skip_limits: keys of :data:`LIMIT_KEYS` not applied to this command (a
                 long-lived worker process takes no ``cpu_seconds`` limit).
+            join_by_fd: the program joins its process-count cgroup itself, through
+                :attr:`WrappedCommand.cgroup_fd`, before it runs anything it does not
+                trust (a worker process, :mod:`toolwire.host.worker`). Otherwise a
+                shell joins it before bubblewrap starts. Joining a cgroup waits for the
+                kernel (an RCU grace period of the cgroup v1 migration lock: 5–50 ms
+                here), which the worker spends importing meanwhile.
 
         Returns:
             A :class:`WrappedCommand`. When the sandbox is not active, ``argv``
@@ -802,13 +813,26 @@ class Sandbox:
         if marker is not None:
             outer_env[marker[0]] = marker[1]
         cgroup = None
+        cgroup_fd = None
         if self._cgroup_base is not None and "processes" in self.limits:
             cgroup = self._make_cgroup(self.limits["processes"])
-            if cgroup is not None:
+            if cgroup is not None and join_by_fd:
+                try:
+                    cgroup_fd = os.open(
+                        os.path.join(cgroup, "cgroup.procs"), os.O_WRONLY | os.O_CLOEXEC
+                    )
+                except OSError:
+                    for closing in owned:
+                        os.close(closing)
+                    with contextlib.suppress(OSError):
+                        os.rmdir(cgroup)
+                    raise
+                owned.append(cgroup_fd)
+            elif cgroup is not None:
                 enter = 'echo $$ > "$0/cgroup.procs" && exec "$@"'
                 args = ["/bin/sh", "-c", enter, cgroup, *args]
         fds = ((info_fd,) if info_fd is not None else ()) + tuple(owned)
-        return WrappedCommand(args, outer_env, cgroup, fds, owned)
+        return WrappedCommand(args, outer_env, cgroup, fds, owned, cgroup_fd)
 
     def _make_cgroup(self, max_pids: int) -> str | None:
         assert self._cgroup_base is not None

@@ -9,7 +9,9 @@ under bubblewrap when the sandbox is active. ``CONFIG`` is a JSON object:
 * ``sysPath``: the host's import path (already cleared of the root);
 * ``maxThreads``: threads for synchronous handlers;
 * ``logLevel``: the stderr log threshold (a :mod:`logging` level name, lower case);
-* ``boxed``: true when bubblewrap runs this process (it then dies with the host already).
+* ``boxed``: true when bubblewrap runs this process (it then dies with the host already);
+* ``cgroupFd``: a descriptor of the process-count cgroup's ``cgroup.procs`` this process
+  joins before it imports the module (absent when there is none).
 
 The host is this process's client, over stdin/stdout, in newline-delimited JSON-RPC
 (:mod:`.workerwire`): ``initialize`` answers the module's tool definitions and hooks (or
@@ -29,6 +31,8 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
+from typing import Any
 
 
 def _die_with_parent() -> None:
@@ -45,12 +49,44 @@ def _die_with_parent() -> None:
         pass
 
 
+def _start_joining(fd: Any) -> Callable[[], None]:
+    """Join the cgroup whose ``cgroup.procs`` is open as ``fd`` (writing ``0`` moves this
+    whole process), in a thread: the kernel's wait for an RCU grace period (5-50 ms
+    on a small machine) then overlaps the imports. Returns the function that waits for
+    the join and raises :class:`OSError` when it failed; with no ``fd``, one that
+    returns at once."""
+    if type(fd) is not int:
+        return lambda: None
+    import threading
+
+    failed: list[OSError] = []
+
+    def join() -> None:
+        try:
+            os.write(fd, b"0")
+        except OSError as exc:
+            failed.append(exc)
+        finally:
+            os.close(fd)
+
+    thread = threading.Thread(target=join, name="toolwire-cgroup-join", daemon=True)
+    thread.start()
+
+    def wait() -> None:
+        thread.join()
+        if failed:
+            raise OSError(f"could not join the process-count cgroup: {failed[0]}")
+
+    return wait
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of ``python -m toolwire.host.worker CONFIG``; never returns."""
     import json
 
     args = sys.argv[1:] if argv is None else argv
     config = json.loads(args[0])
+    joined = _start_joining(config.get("cgroupFd"))
     if config.get("boxed") is not True:
         _die_with_parent()  # ctypes costs a few ms of the start; bubblewrap needs none
     sys.path[:] = [p for p in config.get("sysPath", sys.path) if isinstance(p, str)]
@@ -71,6 +107,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         from ._workerside import serve
 
+        joined()  # the process limit holds before the module's code runs
         serve(config, read_fd, write_fd)
     except BaseException:
         logging.getLogger("toolwire.worker").exception("worker failed")

@@ -456,10 +456,17 @@ class WorkerProcess:
                 info_fd=info_w,
                 extra_ro=self.pool.visible_paths(),
                 skip_limits=("cpu_seconds",),
+                join_by_fd=True,
             )
         except BaseException:
             os.close(info_w)
             raise
+        if wrapped.cgroup_fd is not None:
+            # The worker joins its process-count cgroup itself, while it imports, and
+            # before it imports the tool module (worker.py).
+            assert wrapped.argv[-1] == argv[-1]
+            config["cgroupFd"] = wrapped.cgroup_fd
+            wrapped.argv[-1] = json.dumps(config)
         self._wrapped = wrapped
         self._info_w = info_w
         return wrapped.argv, wrapped.env, (*wrapped.pass_fds, *extra_fds)

@@ -32,6 +32,7 @@ from tests.workers_support import (
     text_of_result,
     wait_for_message,
     worker_host,
+    worker_pids,
 )
 
 ALIVE = 5.0
@@ -485,22 +486,6 @@ def _ready_pids(h: HostProcess, count: int = 1) -> list[int]:
     return [int(pid) for *_, pid in found]
 
 
-def _workers_of(root: Path) -> list[int]:
-    """Live processes whose command line names the worker module and ``root``."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().decode(errors="replace")
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if "toolwire.host.worker" in cmdline and str(root) in cmdline and state != "Z":
-            pids.append(int(entry.name))
-    return pids
-
-
 @pytest.mark.parametrize("workers", ["1", "2"])
 def test_the_host_logs_each_worker_it_starts(tmp_path: Path, workers: str) -> None:
     # A module starts with two workers (one with --workers 1), each said on stderr.
@@ -538,13 +523,13 @@ def test_workers_end_with_the_host(tmp_path: Path, how: str) -> None:
         h.recv_response("c2", timeout=PROMPT)
         h.send(call_msg("slow", "hold", {"seconds": 60}, token="slow"))
         _started(h, "slow")
-        assert _workers_of(tmp_path), "no worker process found by its command line"
+        assert worker_pids(tmp_path), "no worker process found by its command line"
         if how == "eof":
             h.close_stdin()
         else:
             h.proc.send_signal(signal.SIGTERM if how == "sigterm" else signal.SIGKILL)
         exits_within(h)
-        wait_until(lambda: not _workers_of(tmp_path), PROMPT, f"the workers to end ({how})")
+        wait_until(lambda: not worker_pids(tmp_path), PROMPT, f"the workers to end ({how})")
 
 
 @pytest.mark.parametrize("sandbox", ["auto", "none"])
@@ -555,10 +540,10 @@ def test_a_worker_that_never_yields_dies_with_a_killed_host(tmp_path: Path, sand
     with worker_host(tmp_path, "process", ["--workers", "1", "--sandbox", sandbox]) as h:
         h.send(call_msg("stuck", "spin_forever", {}, token="stuck"))
         _started(h, "stuck")
-        assert _workers_of(tmp_path), "no worker process found by its command line"
+        assert worker_pids(tmp_path), "no worker process found by its command line"
         h.proc.send_signal(signal.SIGKILL)
         exits_within(h)
-        wait_until(lambda: not _workers_of(tmp_path), PROMPT, "the stuck worker to end")
+        wait_until(lambda: not worker_pids(tmp_path), PROMPT, "the stuck worker to end")
 
 
 @pytest.mark.parametrize("isolation", ISOLATIONS)

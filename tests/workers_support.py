@@ -124,3 +124,19 @@ def data_of(result: dict[str, Any]) -> Any:
     """The JSON value a tool returned (its text block parsed), failing on error results."""
     assert "isError" not in result, result
     return json.loads(text_of_result(result))
+
+
+def worker_pids(root: Path) -> list[int]:
+    """Live processes whose command line names the worker module and ``root``."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().decode(errors="replace")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if "toolwire.host.worker" in cmdline and str(root) in cmdline and state != "Z":
+            pids.append(int(entry.name))
+    return pids
