@@ -104,7 +104,12 @@ class RunResult:
 def marked_processes(marker: str, exclude: Sequence[int] = ()) -> list[int]:
     """Pids of live processes whose initial environment holds ``MARKER_ENV=marker``.
 
-    Reads ``/proc/<pid>/environ``; processes it may not read are skipped.
+    Reads ``/proc/<pid>/environ``; processes it may not read are skipped. A process in
+    the middle of ``execve`` shows an empty environment until the new program's is set
+    up (the kernel reads it from the new memory map, whose environment is not placed
+    yet): such a process is read again, for at most :data:`_EXEC_WAIT` seconds in all,
+    so a process that left the group (``setsid``) and is exec'ing at that moment is
+    not missed. Kernel threads and zombies, whose environment is always empty, are not waited for.
     """
     needle = f"{MARKER_ENV}={marker}".encode()
     me = os.getpid()
@@ -113,20 +118,68 @@ def marked_processes(marker: str, exclude: Sequence[int] = ()) -> list[int]:
         entries = os.listdir("/proc")
     except OSError:
         return out
+    empty: list[int] = []
     for entry in entries:
         if not entry.isdigit():
             continue
         pid = int(entry)
         if pid == me or pid in exclude:
             continue
-        try:
-            with open(f"/proc/{entry}/environ", "rb") as f:
-                data = f.read()
-        except OSError:
+        data = _environ(pid)
+        if data is None:
             continue
-        if needle in data and any(v == needle for v in data.split(b"\0")):
+        if not data:
+            empty.append(pid)
+        elif _carries(data, needle):
             out.append(pid)
+    empty = [p for p in empty if _may_exec(p)]
+    deadline = time.monotonic() + _EXEC_WAIT
+    while empty:
+        still: list[int] = []
+        for pid in empty:
+            data = _environ(pid)
+            if data is None:
+                continue  # gone (or no longer ours to read)
+            if not data:
+                still.append(pid)
+            elif _carries(data, needle):
+                out.append(pid)
+        empty = still
+        if not empty or time.monotonic() > deadline:
+            break  # what stays empty has no environment at all (not ours)
+        time.sleep(0.001)
     return out
+
+
+_EXEC_WAIT = 0.05
+"""Seconds :func:`marked_processes` re-reads processes whose environment reads empty."""
+
+
+def _environ(pid: int) -> bytes | None:
+    """``/proc/<pid>/environ``, or None when it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def _carries(data: bytes, needle: bytes) -> bool:
+    return needle in data and any(v == needle for v in data.split(b"\0"))
+
+
+def _may_exec(pid: int) -> bool:
+    """False for what never shows an environment: a kernel thread (kthreadd, pid 2, and
+    its children), a zombie, a process already gone."""
+    if pid == 2:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return False
+    fields = stat[stat.rfind(b")") + 2 :].split()
+    return len(fields) > 1 and fields[0] not in (b"Z", b"X") and fields[1] != b"2"
 
 
 def kill_marked(marker: str, exclude: Sequence[int] = ()) -> set[int]:
