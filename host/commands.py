@@ -109,7 +109,8 @@ def marked_processes(marker: str, exclude: Sequence[int] = ()) -> list[int]:
     up (the kernel reads it from the new memory map, whose environment is not placed
     yet): such a process is read again, for at most :data:`_EXEC_WAIT` seconds in all,
     so a process that left the group (``setsid``) and is exec'ing at that moment is
-    not missed. Kernel threads and zombies, whose environment is always empty, are not waited for.
+    not missed. Kernel threads and zombies, whose environment is always empty, are not
+    waited for.
     """
     needle = f"{MARKER_ENV}={marker}".encode()
     me = os.getpid()
@@ -118,36 +119,27 @@ def marked_processes(marker: str, exclude: Sequence[int] = ()) -> list[int]:
         entries = os.listdir("/proc")
     except OSError:
         return out
-    empty: list[int] = []
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        pid = int(entry)
-        if pid == me or pid in exclude:
-            continue
-        data = _environ(pid)
-        if data is None:
-            continue
-        if not data:
-            empty.append(pid)
-        elif _carries(data, needle):
-            out.append(pid)
-    empty = [p for p in empty if _may_exec(p)]
-    deadline = time.monotonic() + _EXEC_WAIT
-    while empty:
-        still: list[int] = []
-        for pid in empty:
+    me_or_excluded = {me, *exclude}
+    pending = [int(e) for e in entries if e.isdigit() and int(e) not in me_or_excluded]
+    deadline: float | None = None
+    while pending:
+        empty: list[int] = []
+        for pid in pending:
             data = _environ(pid)
             if data is None:
-                continue  # gone (or no longer ours to read)
+                continue  # not ours to read, or gone
             if not data:
-                still.append(pid)
-            elif _carries(data, needle):
+                empty.append(pid)
+            elif needle in data and any(v == needle for v in data.split(b"\0")):
                 out.append(pid)
-        empty = still
-        if not empty or time.monotonic() > deadline:
+        if deadline is None:  # after the first round: wait only for what may be exec'ing
+            empty = [p for p in empty if _may_exec(p)]
+            deadline = time.monotonic() + _EXEC_WAIT
+        pending = empty
+        if pending and time.monotonic() <= deadline:
+            time.sleep(0.001)
+        else:
             break  # what stays empty has no environment at all (not ours)
-        time.sleep(0.001)
     return out
 
 
@@ -164,22 +156,28 @@ def _environ(pid: int) -> bytes | None:
         return None
 
 
-def _carries(data: bytes, needle: bytes) -> bool:
-    return needle in data and any(v == needle for v in data.split(b"\0"))
-
-
 def _may_exec(pid: int) -> bool:
     """False for what never shows an environment: a kernel thread (kthreadd, pid 2, and
     its children), a zombie, a process already gone."""
-    if pid == 2:
-        return False
+    fields = _stat_fields(pid)
+    return (
+        pid != 2
+        and fields is not None
+        and len(fields) > 1
+        and fields[0] not in (b"Z", b"X")
+        and fields[1] != b"2"
+    )
+
+
+def _stat_fields(pid: int) -> list[bytes] | None:
+    """The fields of ``/proc/<pid>/stat`` after the command name (state first, then the
+    parent's pid), or None when the process is gone."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             stat = f.read()
     except OSError:
-        return False
-    fields = stat[stat.rfind(b")") + 2 :].split()
-    return len(fields) > 1 and fields[0] not in (b"Z", b"X") and fields[1] != b"2"
+        return None
+    return stat[stat.rfind(b")") + 2 :].split()
 
 
 def kill_marked(marker: str, exclude: Sequence[int] = ()) -> set[int]:
@@ -199,13 +197,8 @@ def kill_marked(marker: str, exclude: Sequence[int] = ()) -> set[int]:
 
 def _alive(pid: int) -> bool:
     """True while ``pid`` exists and is not a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except OSError:
-        return False
-    rest = stat[stat.rfind(b")") + 2 :]
-    return not rest.startswith((b"Z", b"X"))
+    fields = _stat_fields(pid)
+    return fields is not None and (not fields or fields[0] not in (b"Z", b"X"))
 
 
 def _try_reap(pid: int) -> bool:
