@@ -461,6 +461,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     ns = build_parser().parse_args(args)
     try:
+        config = getattr(ns, "config", None)
+        if config is not None and not getattr(ns, "server", None) and not config.is_file():
+            raise UsageError(f"--config: no such file: {config}")  # before starting the host
         if ns.command == "list":
             return _run_async(_list, ns)
         if ns.command == "call":

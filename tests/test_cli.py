@@ -152,6 +152,14 @@ def test_config_file_says_which_host(tmp_path: Path, command: str) -> None:
         assert "chatty" in names and "read" not in names, names
 
 
+@pytest.mark.parametrize("command", ["call", "list", "agent"])
+def test_a_missing_config_file_is_a_usage_error(tmp_path: Path, command: str) -> None:
+    args = {"call": ["echo"], "list": [], "agent": ["hi", "--model", "m"]}[command]
+    out = run(command, *args, "--config", "nope.toml", cwd=tmp_path)
+    assert out.returncode == 2, out.stderr
+    assert out.stderr == f"toolwire {command}: --config: no such file: nope.toml\n"
+
+
 def test_timeout_exits_3(tmp_path: Path) -> None:
     out = run("call", "nap", "seconds=30", "--timeout", "0.5", *HOST_OPTS, timeout=30)
     assert out.returncode == 3
