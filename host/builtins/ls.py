@@ -19,8 +19,10 @@ __all__ = ["list_directory", "ls"]
 
 def list_directory(path: str, shown: str, within: Path | None = None) -> list[str]:
     """Entry names of ``path``, dotfiles included, sorted case-insensitively, with
-    ``/`` after directories (a symlink to a directory counts as one). Entries that
-    cannot be examined are left out. With ``within`` (the root), ``path`` is a real
+    ``/`` after directories and ``@`` after symbolic links. Entries are classified
+    with ``lstat``: a link is never followed, so a link to a host path outside the
+    root tells nothing about that path (whether it exists, or is a directory).
+    Entries that cannot be examined are left out. With ``within`` (the root), ``path`` is a real
     path inside it (as :func:`toolwire.host.paths.resolve_path` gives it), opened
     relative to a descriptor of the root without following any symlink
     (:func:`toolwire.host.paths.open_directory`).
@@ -47,10 +49,11 @@ def list_directory(path: str, shown: str, within: Path | None = None) -> list[st
         with os.scandir(fd) as it:
             for e in it:
                 try:
-                    is_dir = e.is_dir()
+                    is_link = e.is_symlink()
+                    is_dir = not is_link and e.is_dir(follow_symlinks=False)
                 except OSError:
                     continue
-                names.append(e.name + "/" if is_dir else e.name)
+                names.append(e.name + ("@" if is_link else "/" if is_dir else ""))
     except OSError as exc:
         raise ToolError(f"Cannot list {shown}: {exc.strerror or type(exc).__name__}") from None
     finally:
@@ -68,7 +71,7 @@ async def ls(
     limit: Annotated[int, Param(default=500, ge=1, description="Most entries to return.")] = 500,
 ) -> ToolResult:
     """List a directory's entries, hidden ones included, sorted case-insensitively;
-    directories end with '/'."""
+    directories end with '/', symbolic links with '@' (never followed)."""
     real = await anyio.to_thread.run_sync(lambda: ctx.env.resolve(path, must_exist=True))
     shown = display_path(real, ctx.env.cwd)
     names = await anyio.to_thread.run_sync(list_directory, str(real), shown, ctx.env.root)
