@@ -17,7 +17,15 @@ it starts, and cannot be removed. It follows the spirit of Docker's default prof
   (whose flags sit in memory a filter cannot read) fails with ``ENOSYS``, on which
   the C library falls back to ``clone``;
 * ``ioctl`` ``TIOCSTI`` (push input into a terminal) and ``TIOCLINUX`` fail with
-  ``EPERM``.
+  ``EPERM``;
+* ``socket`` and ``socketpair`` accept only the address families of
+  :data:`ALLOWED_FAMILIES` (``AF_UNIX``, ``AF_INET``, ``AF_INET6``, and ``AF_NETLINK``
+  for ``NETLINK_ROUTE`` only, which the C library asks for interface addresses);
+  every other family (``AF_VSOCK``, ``AF_PACKET``, ``AF_BLUETOOTH``, ``AF_KEY``,
+  ``AF_ALG``, ``AF_XDP``...: kernel code a sandbox has no use for, some of it reaching
+  past the network namespace) fails with ``EAFNOSUPPORT``, another netlink protocol
+  with ``EPROTONOSUPPORT``. Whether ``AF_INET``/``AF_INET6`` reach anything is the
+  network namespace's business (``allow_network``).
 
 Why a program built here rather than libseccomp: the filter is ~80 instructions of a
 stable kernel ABI (``struct sock_filter``, ``struct seccomp_data``); libseccomp's
@@ -32,7 +40,7 @@ from __future__ import annotations
 import platform
 import struct
 
-__all__ = ["DENIED", "SUPPORTED_MACHINES", "build_filter"]
+__all__ = ["ALLOWED_FAMILIES", "DENIED", "SUPPORTED_MACHINES", "build_filter"]
 
 # struct seccomp_data: int nr; __u32 arch; __u64 instruction_pointer; __u64 args[6];
 _OFF_NR = 0
@@ -52,12 +60,24 @@ _RET_ERRNO = 0x00050000
 _RET_ALLOW = 0x7FFF0000
 _EPERM = 1
 _ENOSYS = 38
+_EPROTONOSUPPORT = 93
+_EAFNOSUPPORT = 97
 
 _LD_ABS_W = 0x20  # BPF_LD | BPF_W | BPF_ABS
 _JEQ_K = 0x15  # BPF_JMP | BPF_JEQ | BPF_K
 _JGE_K = 0x35  # BPF_JMP | BPF_JGE | BPF_K
 _JSET_K = 0x45  # BPF_JMP | BPF_JSET | BPF_K
 _RET_K = 0x06  # BPF_RET | BPF_K
+
+_AF_UNIX = 1
+_AF_INET = 2
+_AF_INET6 = 10
+_AF_NETLINK = 16
+_NETLINK_ROUTE = 0
+
+ALLOWED_FAMILIES: tuple[int, ...] = (_AF_UNIX, _AF_INET, _AF_INET6, _AF_NETLINK)
+"""Address families ``socket``/``socketpair`` accept in the sandbox (``AF_NETLINK``
+with protocol ``NETLINK_ROUTE`` only); any other fails with ``EAFNOSUPPORT``."""
 
 _TIOCSTI = 0x5412
 _TIOCLINUX = 0x541C
@@ -132,10 +152,12 @@ _NUMBERS: dict[str, tuple[int, int | None]] = {
     "clone": (56, 220),
     "clone3": (435, 435),
     "ioctl": (16, 29),
+    "socket": (41, 198),
+    "socketpair": (53, 199),
 }
 
 DENIED: tuple[str, ...] = tuple(
-    n for n in sorted(_NUMBERS) if n not in {"clone", "clone3", "ioctl"}
+    n for n in sorted(_NUMBERS) if n not in {"clone", "clone3", "ioctl", "socket", "socketpair"}
 )
 """System calls that fail with EPERM in the sandbox (where the architecture has them)."""
 
@@ -180,7 +202,17 @@ def build_filter(machine: str | None = None) -> bytes:
             emit(_JEQ_K, nr, "eperm", None)
     emit(_JEQ_K, _number("clone3", machine) or 0, "enosys", None)
     emit(_JEQ_K, _number("ioctl", machine) or 0, "ioctl", None)
+    emit(_JEQ_K, _number("socket", machine) or 0, "socket", None)
+    emit(_JEQ_K, _number("socketpair", machine) or 0, "socket", None)
     emit(_JEQ_K, _number("clone", machine) or 0, "clone", "allow")
+    label("socket")
+    emit(_LD_ABS_W, _arg_low(0))  # the family is an int: the low 32 bits
+    emit(_JEQ_K, _AF_UNIX, "allow", None)
+    emit(_JEQ_K, _AF_INET, "allow", None)
+    emit(_JEQ_K, _AF_INET6, "allow", None)
+    emit(_JEQ_K, _AF_NETLINK, None, "eafnosupport")
+    emit(_LD_ABS_W, _arg_low(2))
+    emit(_JEQ_K, _NETLINK_ROUTE, "allow", "eprotonosupport")
     label("ioctl")
     emit(_LD_ABS_W, _arg_low(1))  # the kernel reads the request as a 32-bit unsigned int
     emit(_JEQ_K, _TIOCSTI, "eperm", None)
@@ -194,6 +226,10 @@ def build_filter(machine: str | None = None) -> bytes:
     emit(_RET_K, _RET_ERRNO | _EPERM)
     label("enosys")
     emit(_RET_K, _RET_ERRNO | _ENOSYS)
+    label("eafnosupport")
+    emit(_RET_K, _RET_ERRNO | _EAFNOSUPPORT)
+    label("eprotonosupport")
+    emit(_RET_K, _RET_ERRNO | _EPROTONOSUPPORT)
     label("kill")
     emit(_RET_K, _RET_KILL_PROCESS)
 
