@@ -18,8 +18,9 @@ Inside the sandbox a command sees (see ``SECURITY.md`` for the threat model):
   visible; ``/proc/sys`` and the other global entries read-only or masked, see
   :func:`_proc_hardening`) and a minimal ``/dev``; no other host path;
 * no network unless ``allow_network`` (a new network namespace with only loopback);
-* new IPC and UTS namespaces, every capability dropped, ``--die-with-parent``, and
-  the seccomp filter of :mod:`toolwire.host.seccomp`;
+* new IPC and UTS namespaces, every capability dropped, ``--die-with-parent``, a
+  session of its own (``--new-session``: no controlling terminal, no process group
+  shared with the host), and the seccomp filter of :mod:`toolwire.host.seccomp`;
 * an environment holding only the ``env_allow`` variables (never one whose name looks
   like a secret) plus the tool environment's own variables;
 * resource limits (CPU seconds, address space, processes, file size, open files) set
@@ -780,6 +781,7 @@ class Sandbox:
         args = [
             self.bwrap,
             "--die-with-parent",
+            "--new-session",
             "--unshare-pid",
             "--unshare-ipc",
             "--unshare-uts",

@@ -505,6 +505,9 @@ class WorkerProcess:
                 env=env,
                 close_fds=True,
                 pass_fds=pass_fds,
+                # A session and process group of its own, with no controlling terminal:
+                # kill(0, ...), killpg of its group or job control reach only the worker.
+                start_new_session=True,
             )
         except OSError as exc:
             for fd in (to_worker_w, from_worker_r, self._stderr_r):
