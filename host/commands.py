@@ -20,8 +20,11 @@ What it guarantees (Linux):
 A process that both left the group and scrubbed its environment escapes the
 marker; when the command runs in the sandbox (:mod:`toolwire.host.sandbox`) it
 cannot leave the sandbox's PID namespace, which ends with the command: everything
-in it is killed by the kernel. Unsandboxed, the host's exit handler
-(:func:`toolwire.host.procs.kill_descendants`) still ends it.
+in it is killed by the kernel. Unsandboxed, the command runs under a supervisor
+(:func:`toolwire.host.procs.supervised`), a child subreaper between the host and the
+command that kills everything below it when the command exits or the host dies (even
+by ``SIGKILL``); the host's exit handler (:func:`toolwire.host.procs.kill_descendants`)
+ends what is left on an orderly exit.
 
 At most ``[sandbox] max_commands`` commands run at once per sandbox (that is, per
 host): :class:`CommandSlots`.
@@ -46,6 +49,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from .procs import supervised
 from .results import ToolError
 from .sandbox import Sandbox, WrappedCommand, child_pid_from_info
 
@@ -543,6 +547,14 @@ class _Child:
                 info_fd=info_w if info_w >= 0 else None,
             )
             argv, full_env, pass_fds = wrapped.argv, wrapped.env, wrapped.pass_fds
+        if sandbox is None or not sandbox.active:
+            # No PID namespace ends it with the host: a supervisor does (procs.py).
+            try:
+                argv = supervised(argv, env=full_env, cwd=cwd)
+            except BaseException:
+                if wrapped is not None:
+                    Sandbox.cleanup(wrapped)
+                raise
         read_fd, write_fd = os.pipe2(os.O_CLOEXEC)
         try:
             proc = subprocess.Popen(
