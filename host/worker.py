@@ -24,7 +24,10 @@ can tell a handler that stops from one that will not (and then kills this proces
 The process ends when the host closes stdin, and with the host: under bubblewrap through
 its ``--die-with-parent`` and PID namespace (the namespace's first process dies with the
 host, and Linux kills every process of a namespace whose first process died:
-pid_namespaces(7)); without it through ``PR_SET_PDEATHSIG``, asked for here.
+pid_namespaces(7)); without it through ``PR_SET_PDEATHSIG``, asked for here. The host
+starts it in a session and process group of its own, with no controlling terminal
+(bubblewrap adds ``--new-session``), so a signal to its group or a terminal it opens
+never reaches the host; the host ends it by its pid.
 """
 
 from __future__ import annotations
