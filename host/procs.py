@@ -128,7 +128,11 @@ except (OSError, AttributeError):
 wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
 signal.set_wakeup_fd(wake_w)
 signal.signal(signal.SIGCHLD, lambda *_: None)
-pid = os.fork()
+try:
+    pid = os.fork()
+except OSError as exc:
+    os.write(2, f"{argv[0]}: cannot start: {exc.strerror}\n".encode(errors="replace"))
+    os._exit(126)
 if pid == 0:
     signal.set_wakeup_fd(-1)
     for s in (signal.SIGCHLD, signal.SIGPIPE, signal.SIGXFSZ):
