@@ -48,9 +48,11 @@ async def test_ls_limit_empty_and_errors(tmp_path: Path) -> None:
     assert is_error(r) and "outside the root" in text(r)
 
 
-async def test_ls_broken_symlink_listed_as_file(tmp_path: Path) -> None:
+async def test_ls_lists_symlinks_as_links_without_following_them(tmp_path: Path) -> None:
     (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
-    assert text(await call(tmp_path, "ls", {})) == "dangling"
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "to_dir").symlink_to(tmp_path / "dir")
+    assert text(await call(tmp_path, "ls", {})).split("\n") == ["dangling@", "dir/", "to_dir@"]
 
 
 # ------------------------------------------------------------------ grep
