@@ -94,7 +94,8 @@ class RunResult:
         timed_out: the timeout expired and the runner killed the process.
         output_bytes: bytes read from the output pipe.
         duration: seconds from start to return.
-        pid: the process id the command ran as.
+        pid: the process id the runner started (bubblewrap in the sandbox, the
+            supervisor of :func:`toolwire.host.procs.supervised` outside it).
     """
 
     exit_code: int | None
@@ -523,8 +524,9 @@ class _Child:
         sandbox: Sandbox | None,
         root: str | os.PathLike[str] | None,
     ) -> _Child:
-        """Start ``argv`` (wrapped by ``sandbox`` when given) in its own session, stdin
-        from /dev/null, stdout and stderr on one pipe, the environment marked.
+        """Start ``argv`` (wrapped by ``sandbox`` when given, under a supervisor when
+        not sandboxed) in its own session, stdin from /dev/null, stdout and stderr on
+        one pipe, the environment marked.
 
         Raises:
             OSError: the process could not be started (nothing is left open).
