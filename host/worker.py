@@ -11,7 +11,9 @@ under bubblewrap when the sandbox is active. ``CONFIG`` is a JSON object:
 * ``logLevel``: the stderr log threshold (a :mod:`logging` level name, lower case);
 * ``boxed``: true when bubblewrap runs this process (it then dies with the host already);
 * ``cgroupFd``: a descriptor of the process-count cgroup's ``cgroup.procs`` this process
-  joins before it imports the module (absent when there is none).
+  joins before it imports the module (absent when there is none);
+* ``memoryCgroupFd``: the same for its memory cgroup, when that is a group of its own
+  (cgroup v1; on v2 one group holds both limits).
 
 The host is this process's client, over stdin/stdout, in newline-delimited JSON-RPC
 (:mod:`.workerwire`): ``initialize`` answers the module's tool definitions and hooks (or
@@ -52,25 +54,28 @@ def _die_with_parent() -> None:
         pass
 
 
-def _start_joining(fd: Any) -> Callable[[], None]:
-    """Join the cgroup whose ``cgroup.procs`` is open as ``fd`` (writing ``0`` moves this
-    whole process), in a thread: the kernel's wait for an RCU grace period (5-50 ms
-    on a small machine) then overlaps the imports. Returns the function that waits for
-    the join and raises :class:`OSError` when it failed; with no ``fd``, one that
-    returns at once."""
-    if type(fd) is not int:
+def _start_joining(*given: Any) -> Callable[[], None]:
+    """Join each cgroup whose ``cgroup.procs`` is open as one of the descriptors
+    ``given`` (writing ``0`` moves this whole process; non-int values are skipped), in
+    a thread: the kernel's wait for an RCU grace period (5-50 ms on a small machine)
+    then overlaps the imports. Returns the function that waits for the joins and raises
+    :class:`OSError` when one failed; with no descriptor, one that returns at once."""
+    fds = [fd for fd in given if type(fd) is int]
+    if not fds:
         return lambda: None
     import threading
 
     failed: list[OSError] = []
 
     def join() -> None:
-        try:
-            os.write(fd, b"0")
-        except OSError as exc:
-            failed.append(exc)
-        finally:
-            os.close(fd)
+        for fd in fds:
+            try:
+                if not failed:
+                    os.write(fd, b"0")
+            except OSError as exc:
+                failed.append(exc)
+            finally:
+                os.close(fd)
 
     thread = threading.Thread(target=join, name="toolwire-cgroup-join", daemon=True)
     thread.start()
@@ -78,7 +83,7 @@ def _start_joining(fd: Any) -> Callable[[], None]:
     def wait() -> None:
         thread.join()
         if failed:
-            raise OSError(f"could not join the process-count cgroup: {failed[0]}")
+            raise OSError(f"could not join the worker's cgroup: {failed[0]}")
 
     return wait
 
@@ -89,7 +94,7 @@ def main(argv: list[str] | None = None) -> None:
 
     args = sys.argv[1:] if argv is None else argv
     config = json.loads(args[0])
-    joined = _start_joining(config.get("cgroupFd"))
+    joined = _start_joining(config.get("cgroupFd"), config.get("memoryCgroupFd"))
     if config.get("boxed") is not True:
         _die_with_parent()  # ctypes costs a few ms of the start; bubblewrap needs none
     sys.path[:] = [p for p in config.get("sysPath", sys.path) if isinstance(p, str)]
@@ -110,7 +115,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         from ._workerside import serve
 
-        joined()  # the process limit holds before the module's code runs
+        joined()  # the process and memory limits hold before the module's code runs
         serve(config, read_fd, write_fd)
     except BaseException:
         logging.getLogger("toolwire.worker").exception("worker failed")

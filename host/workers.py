@@ -61,7 +61,7 @@ from .loading import ENTRY_POINT_GROUP
 from .registry import Registry
 from .results import ProtocolFailure, ToolError, WireResult, error_result
 from .rounds import InputNeeded
-from .sandbox import Sandbox, child_pid_from_info, path_under
+from .sandbox import Sandbox, child_pid_from_info, memory_exceeded_message, path_under
 from .schema import ArgumentSchema
 from .workerwire import (
     ASK,
@@ -404,6 +404,8 @@ class WorkerProcess:
         self._stderr_r = -1
         self._stderr_w = -1
         self._wrapped: Any = None
+        self.memory_exceeded: int | None = None
+        """The memory limit (bytes) when the kernel killed the worker for reaching it."""
 
     @property
     def alive(self) -> bool:
@@ -461,11 +463,14 @@ class WorkerProcess:
         except BaseException:
             os.close(info_w)
             raise
-        if wrapped.cgroup_fd is not None:
-            # The worker joins its process-count cgroup itself, while it imports, and
-            # before it imports the tool module (worker.py).
+        if wrapped.cgroup_fd is not None or wrapped.memory_cgroup_fd is not None:
+            # The worker joins its process-count and memory cgroups itself, while it
+            # imports, and before it imports the tool module (worker.py).
             assert wrapped.argv[-1] == argv[-1]
-            config["cgroupFd"] = wrapped.cgroup_fd
+            if wrapped.cgroup_fd is not None:
+                config["cgroupFd"] = wrapped.cgroup_fd
+            if wrapped.memory_cgroup_fd is not None:
+                config["memoryCgroupFd"] = wrapped.memory_cgroup_fd
             wrapped.argv[-1] = json.dumps(config)
         self._wrapped = wrapped
         self._info_w = info_w
@@ -672,6 +677,7 @@ class WorkerProcess:
             os.close(self._info_r)
             self._info_r = -1
         if self._wrapped is not None:
+            self.memory_exceeded = Sandbox.memory_exceeded(self._wrapped)
             Sandbox.cleanup(self._wrapped)
             self._wrapped = None
         if self._sandbox_pids:
@@ -725,6 +731,8 @@ class WorkerProcess:
             await self.exited.wait()
         if self.stop_reason is not None:
             return f"was stopped because {self.stop_reason}"
+        if self.memory_exceeded is not None:
+            return f"was killed: {memory_exceeded_message(self.memory_exceeded)}"
         sandboxed = self._info_r >= 0 or self._wrapped is not None or self.pool.sandboxed
         return f"died ({describe_status(self.returncode or 0, sandboxed)})"
 
@@ -911,6 +919,10 @@ class WorkerPool:
             self.module.label,
             worker.number,
             (worker.stop_reason and f"was stopped: {worker.stop_reason}")
+            or (
+                worker.memory_exceeded is not None
+                and f"was killed: {memory_exceeded_message(worker.memory_exceeded)}"
+            )
             or f"died ({describe_status(worker.returncode or 0, self.sandboxed)})",
         )
 

@@ -21,7 +21,7 @@ def test_a_write_that_fails_is_raised_when_waited_for() -> None:
     r, w = os.pipe()
     os.close(w)
     wait = _start_joining(r)  # a read end: the write fails (EBADF)
-    with pytest.raises(OSError, match="could not join the process-count cgroup"):
+    with pytest.raises(OSError, match="could not join the worker's cgroup"):
         wait()
     with pytest.raises(OSError):
         os.fstat(r)  # the descriptor is closed either way

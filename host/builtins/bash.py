@@ -20,7 +20,7 @@ from ..context import ToolContext
 from ..hints import Param
 from ..outputs import OutputStore
 from ..results import ToolError, ToolResult
-from ..sandbox import find_system_program
+from ..sandbox import find_system_program, memory_exceeded_message
 from ..termtext import TerminalText
 from ..truncate import MAX_BYTES, MAX_LINES, Truncation, format_size, truncate_tail
 from ._common import builtin_tool
@@ -299,7 +299,11 @@ async def bash(
         if not out.saved_all:
             details["fullOutputSavedBytes"] = out.saved_bytes
     is_error = False
-    if result.timed_out:
+    if result.memory_exceeded is not None:
+        details["memoryLimitExceeded"] = result.memory_exceeded
+        parts.append(f"[Command was killed: {memory_exceeded_message(result.memory_exceeded)}]")
+        is_error = True
+    elif result.timed_out:
         parts.append(
             f"[Command timed out after {limit:g} seconds; it and everything it started were killed]"
         )
