@@ -78,14 +78,17 @@ def test_default_settings() -> None:
         "file_size",
         "open_files",
         "tmpfs_size",
+        "memory",
     }
+    assert DEFAULT_LIMITS["memory"] == 4 << 30
 
 
 @pytest.mark.parametrize(
     ("table", "message"),
     [
         ({"nope": 1}, "unknown [sandbox] settings"),
-        ({"limits": {"memory": 5}}, "unknown [sandbox] limit"),
+        ({"limits": {"swap": 5}}, "unknown [sandbox] limit"),
+        ({"limits": {"memory": -1}}, "limits.memory must be a whole number"),
         ({"limits": {"processes": -1}}, "must be a whole number"),
         ({"limits": {"processes": "many"}}, "must be a whole number"),
         ({"extra_ro_paths": ["relative/dir"]}, "is not an absolute path"),
