@@ -180,3 +180,36 @@ def test_a_worker_allocating_past_the_limit_is_killed_and_replaced(
     again = worker_host.call("allocate", {"mib": 64, "how": how}, timeout=60)
     assert text_of(again) == f"held 64 MiB ({how})", again
     assert worker_host.proc.poll() is None
+
+
+@needs_memory_cgroup
+def test_each_worker_sits_in_a_memory_cgroup_of_its_own_with_the_limit(
+    worker_host: HostProcess, tmp_path: Path
+) -> None:
+    from tests.workers_support import worker_pids
+
+    worker_host.call("allocate", {"mib": 0}, timeout=60)  # a worker is up
+    pythons = [
+        pid
+        for pid in worker_pids(tmp_path / "root")
+        if Path(f"/proc/{pid}/comm").read_text().startswith("python")
+    ]
+    assert pythons
+    own = Path("/proc/self/cgroup").read_text().splitlines()
+    mounts = [m.split() for m in Path("/proc/self/mounts").read_text().splitlines()]
+    seen: set[str] = set()
+    for pid in pythons:
+        lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+        line = next(ln for ln in lines if ":memory:" in ln or ln.startswith("0::"))
+        assert "/toolwire-" in line and line not in own and line not in seen, lines
+        seen.add(line)
+        rel = line.split(":", 2)[2]
+        limits = [
+            int(Path(m[1] + rel, name).read_text())
+            for m in mounts
+            if len(m) > 3
+            and ((m[2] == "cgroup" and "memory" in m[3].split(",")) or m[2] == "cgroup2")
+            for name in ("memory.limit_in_bytes", "memory.max")
+            if Path(m[1] + rel, name).exists()
+        ]
+        assert limits == [512 * MIB], (line, limits)
