@@ -20,10 +20,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 from toolwire import _json
 from toolwire.errors import REQUEST_TIMEOUT, JsonRpcError
 from toolwire.extensions import APPROVE, ApprovalDecision, ApprovalRequest, declares_approval
+from toolwire.showntext import escape_hidden, escape_hidden_json
 
-from .channel import LegacyPeer
+from .channel import APPROVAL_KEY, LegacyPeer
 from .definition import Tool
-from .rounds import current_round
+from .rounds import call_key, current_round
 
 if TYPE_CHECKING:
     from .hooks import IncomingCall
@@ -37,8 +38,11 @@ class ApprovalPeer(LegacyPeer, Protocol):
 
 
 __all__ = [
+    "APPROVAL_KEY",
+    "FORM_MAX_CHARS",
     "ApprovalPeer",
     "ApprovalPolicy",
+    "FormTooLong",
     "HostDenial",
     "approval_form",
     "approve_call",
@@ -101,15 +105,42 @@ class HostDenial:
     message: str
 
 
+FORM_MAX_CHARS = 32_768
+"""Longest call an approval form shows (characters of its JSON, as shown): a longer one is
+denied rather than shown in part, since a user cannot review what a form leaves out."""
+
+
+class FormTooLong(ValueError):
+    """A call too long to show whole in an approval form.
+
+    Attributes:
+        shown: characters the call's arguments take as shown.
+    """
+
+    def __init__(self, shown: int) -> None:
+        super().__init__(f"{shown} characters, more than {FORM_MAX_CHARS}")
+        self.shown = shown
+
+
 def approval_form(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     """The ``elicitation/create`` params asking the user to approve one call: a form with
-    ``decision`` ("allow" or "deny", required) and an optional ``reason``."""
-    shown = _json.dumps(arguments).decode("utf-8")
-    if len(shown) > 2000:
-        shown = shown[:2000] + "…"
+    ``decision`` ("allow" or "deny", required) and an optional ``reason``.
+
+    The message shows the tool's name and the whole arguments as JSON, with every
+    invisible, control or bidirectional character escaped
+    (:func:`toolwire.showntext.escape_hidden_json`), so what the user reads is what runs.
+
+    Raises:
+        FormTooLong: the arguments take more than :data:`FORM_MAX_CHARS` characters as
+            shown; no part of a call is ever shown alone.
+    """
+    shown = escape_hidden_json(_json.dumps(arguments).decode("utf-8"))
+    if len(shown) > FORM_MAX_CHARS:
+        raise FormTooLong(len(shown))
     return {
         "mode": "form",
-        "message": f'Allow the tool "{name}" to run with these arguments?\n{shown}',
+        "message": f'Allow the tool "{escape_hidden(name, keep="")}" to run with these '
+        f"arguments?\n{shown}",
         "requestedSchema": {
             "type": "object",
             "properties": {
@@ -123,6 +154,16 @@ def approval_form(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
             "required": ["decision"],
         },
     }
+
+
+def _too_long(name: str, exc: FormTooLong) -> HostDenial:
+    return HostDenial(
+        f'Call denied: the arguments of tool "{name}" take {exc.shown} characters, more than '
+        f"the {FORM_MAX_CHARS} an approval form shows whole, so the user cannot review the "
+        'call in a form. A client that declares {"toolwire": {"approval": true}} '
+        "receives the arguments as data and can approve it; or the host's approval policy "
+        "(--approve, [approval] policy in the configuration) can leave this tool out."
+    )
 
 
 def decision_from_elicitation(answer: Any) -> ApprovalDecision:
@@ -166,13 +207,17 @@ async def approve_call(
     params = ApprovalRequest(call.id, tool.name, arguments, annotations).to_params()
     round = current_round()
     if round is not None:
-        key = "approval" if call.batch_id is None else f"approval/{call.id}"
+        # One key per call of a batch, the id's type included ("1" and 1 are two calls).
+        key = APPROVAL_KEY if call.batch_id is None else f"{APPROVAL_KEY}/{call_key(call.id)}"
         caps = round.envelope.capabilities
         if declares_approval(caps):
             answer = round.answer(key, APPROVE, params, signed_only=True)
             return _checked(ApprovalDecision.from_wire, answer)
         if round.envelope.declares("elicitation"):
-            form = approval_form(tool.name, arguments)
+            try:
+                form = approval_form(tool.name, arguments)
+            except FormTooLong as exc:
+                return _too_long(tool.name, exc)
             answer = round.answer(key, "elicitation/create", form, signed_only=True)
             return _checked(decision_from_elicitation, answer)
         return _cannot_ask(tool.name)
@@ -182,7 +227,10 @@ async def approve_call(
     if declares_approval(server.client_capabilities):
         method, question = APPROVE, params
     elif type(server.client_capabilities.get("elicitation")) is dict:
-        method, question = "elicitation/create", approval_form(tool.name, arguments)
+        try:
+            method, question = "elicitation/create", approval_form(tool.name, arguments)
+        except FormTooLong as exc:
+            return _too_long(tool.name, exc)
     else:
         return _cannot_ask(tool.name)
     try:

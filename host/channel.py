@@ -23,17 +23,24 @@ from toolwire.modern import INPUT_METHODS, Envelope
 from toolwire.session import RequestContext, Session
 
 from .results import ToolError
-from .rounds import InputRound
+from .rounds import InputRound, call_key
 
 __all__ = [
+    "APPROVAL_KEY",
     "LOG_LEVELS",
     "CallChannel",
     "LegacyChannel",
     "LegacyPeer",
     "ModernCall",
     "ModernChannel",
+    "askable",
     "log_params",
 ]
+
+APPROVAL_KEY = "approval"
+"""The 2026-07-28 ``inputRequests`` key of a call's approval (host/approval.py), which a
+tool's own question may not take; ``approval/ID`` in a batch, ID the canonical JSON of
+the call id (:func:`~toolwire.host.rounds.call_key`)."""
 
 LOG_LEVELS: dict[str, int] = {
     "debug": 0,
@@ -54,6 +61,24 @@ def log_params(level: str, data: Any, logger: str | None) -> dict[str, Any]:
     if logger:
         params["logger"] = logger
     return params
+
+
+def askable(method: str) -> str:
+    """The client capability a tool's question ``method`` needs.
+
+    A tool (in the host or in a worker process) may ask the client only what MCP lets a
+    server ask: ``elicitation/create``, ``sampling/createMessage``, ``roots/list``
+    (:data:`toolwire.modern.INPUT_METHODS`), in both eras. Anything else, such as the
+    host's own ``toolwire/approve``, is refused.
+
+    Raises:
+        ToolError: ``method`` is not one of these; the message names them.
+    """
+    capability = INPUT_METHODS.get(method) if type(method) is str else None
+    if capability is None:
+        allowed = ", ".join(INPUT_METHODS)
+        raise ToolError(f"A tool may ask the client only {allowed}; {method!r} is refused")
+    return capability
 
 
 class CallChannel:
@@ -137,7 +162,7 @@ class LegacyChannel(CallChannel):
             ToolError: the client did not declare the capability in ``initialize``, or
                 answered with an error (the call's result then says so).
         """
-        capability = INPUT_METHODS[method]
+        capability = askable(method)
         session = self._peer.session
         if type(self.client_capabilities.get(capability)) is not dict or session is None:
             raise ToolError(
@@ -212,11 +237,19 @@ class ModernChannel(CallChannel):
         :class:`~toolwire.host.rounds.InputNeeded` after recording the question.
 
         Raises:
-            ToolError: the request cannot ask (not a call).
+            ToolError: the request cannot ask (not a call), ``method`` is not a question a
+                tool may ask (:func:`askable`), or a single call's question takes the
+                approval's key :data:`APPROVAL_KEY`.
         """
+        askable(method)
         round = self._call.round
         if round is None:
             raise ToolError(f"{method} cannot be asked here")
         if round.batch:
-            key = f"{self._call_id}/{key}"
+            key = f"{call_key(self._call_id)}/{key}"
+        elif key == APPROVAL_KEY:
+            raise ToolError(
+                f"The question key {APPROVAL_KEY!r} is the host's own (a call's approval); "
+                "ask under another key"
+            )
         return round.answer(key, method, params, signed_only=False)

@@ -18,6 +18,7 @@ from typing import Any
 from toolwire import _json
 from toolwire.constants import APPROVE, CALL_BATCH, EXTENSION_CAPABILITY
 from toolwire.errors import INVALID_PARAMS, JsonRpcError
+from toolwire.messages import RequestId
 from toolwire.modern import (
     INPUT_METHODS,
     MISSING_CLIENT_CAPABILITY,
@@ -30,6 +31,7 @@ __all__ = [
     "InputNeeded",
     "InputRound",
     "StateSigner",
+    "call_key",
     "current_round",
     "request_digest",
     "running_round",
@@ -37,6 +39,15 @@ __all__ = [
 
 STATE_LIFETIME = 3600.0
 """Seconds a ``requestState`` stays valid after it was issued (one hour)."""
+
+
+def call_key(call_id: RequestId) -> str:
+    """The canonical JSON of a call id, its type included: ``"1"`` for the string ``"1"``,
+    ``1`` for the integer. The part of a batch's ``inputRequests`` keys that names the
+    call (``approval/ID``, ``ID/KEY``): ids that differ only in type never share a key,
+    and a key starting with ``"``, ``-`` or a digit never equals one starting with a
+    letter (such as ``approval/``)."""
+    return _json.dumps(call_id).decode("utf-8")
 
 
 def _mac(key: bytes, data: bytes) -> bytes:

@@ -305,7 +305,7 @@ def test_modern_batch_asks_once_per_call_in_source_order(tmp_path: Path) -> None
         meta = {PV: V, CAPS: {"elicitation": {}}}
         r = h.request("tools/callBatch", {"_meta": meta, "calls": calls})["result"]
         assert r["resultType"] == "input_required"
-        assert list(r["inputRequests"]) == ["approval/b", "approval/a"]
+        assert list(r["inputRequests"]) == ['approval/"b"', 'approval/"a"']
         allow = {"action": "accept", "content": {"decision": "allow"}}
         deny = {"action": "decline"}
         done = h.request(
@@ -313,7 +313,7 @@ def test_modern_batch_asks_once_per_call_in_source_order(tmp_path: Path) -> None
             {
                 "_meta": meta,
                 "calls": calls,
-                "inputResponses": {"approval/b": allow, "approval/a": deny},
+                "inputResponses": {'approval/"b"': allow, 'approval/"a"': deny},
                 "requestState": r["requestState"],
             },
         )["result"]
@@ -357,14 +357,14 @@ def test_modern_batch_tools_ask_under_their_call_ids(tmp_path: Path) -> None:
         meta = {PV: V, CAPS: {"elicitation": {}}}
         r = h.request("tools/callBatch", {"_meta": meta, "calls": calls})["result"]
         assert r["resultType"] == "input_required"
-        assert sorted(r["inputRequests"]) == ["c1/user_name", "c2/user_name"]
+        assert sorted(r["inputRequests"]) == ['"c1"/user_name', '"c2"/user_name']
         bob = {"action": "accept", "content": {"name": "Bob"}}
         done = h.request(
             "tools/callBatch",
             {
                 "_meta": meta,
                 "calls": calls,
-                "inputResponses": {"c1/user_name": ADA, "c2/user_name": bob},
+                "inputResponses": {'"c1"/user_name': ADA, '"c2"/user_name': bob},
                 "requestState": r["requestState"],
             },
         )["result"]
