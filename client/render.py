@@ -24,11 +24,13 @@ from toolwire.models import (
     TextContent,
     ToolDefinition,
 )
+from toolwire.showntext import escape_hidden, escape_hidden_json
 
 from .approval import ApprovalDecision, ApprovalRequest
 from .client import LogMessage, Progress, ToolReply
 
 __all__ = [
+    "APPROVAL_SHOWN_MAX",
     "ProgressPrinter",
     "TerminalApprover",
     "clip",
@@ -42,36 +44,23 @@ __all__ = [
     "visible",
 ]
 
-_BIDI_CONTROLS = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
-
-_VISIBLE = {
-    c: (f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}")
-    for c in [*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0), *map(ord, _BIDI_CONTROLS)]
-    if c not in (0x09, 0x0A)
-}
-"""Characters a terminal acts on instead of showing (C0 and C1 controls, DEL, and the
-Unicode bidirectional controls of "Trojan Source"), mapped to a visible escape."""
-
-_JSON_ESCAPE = {c: f"\\u{c:04x}" for c in _VISIBLE if c >= 0x7F}
-"""The same characters as JSON escapes, for those ``json.dumps`` leaves raw (C0 controls
-are always escaped by it)."""
-
 
 def visible(text: str) -> str:
-    """``text`` safe to print on a terminal: every control character but newline and tab
-    shows as an escape (``ESC`` as ``\\x1b``, the C1 CSI as ``\\x9b``, a bidi override as
-    ``\\u202e``), so tool output or model text cannot set the window title, write the
-    clipboard (OSC 52), clear the screen or reorder what is shown. ``\\r\\n`` becomes a
-    newline first. Rich markup is not touched: print the result with ``markup=False`` or
-    as :class:`rich.text.Text`.
+    """``text`` safe to print on a terminal: every control character but newline and tab,
+    and every invisible Unicode format character, shows as an escape (``ESC`` as
+    ``\\x1b``, the C1 CSI as ``\\x9b``, a bidi override as ``\\u202e``, a zero-width space
+    as ``\\u200b``: :func:`toolwire.showntext.escape_hidden`), so tool output or model
+    text cannot set the window title, write the clipboard (OSC 52), clear the screen, hide
+    text or reorder what is shown. ``\\r\\n`` becomes a newline first. Rich markup is not
+    touched: print the result with ``markup=False`` or as :class:`rich.text.Text`.
     """
-    return text.replace("\r\n", "\n").translate(_VISIBLE)
+    return escape_hidden(text.replace("\r\n", "\n"))
 
 
 def json_text(value: Any, *, indent: int | None = 2) -> str:
     """``value`` as JSON (non-ASCII kept readable) with every terminal control character
     escaped: the same JSON value as ``json.dumps``, safe to print on a terminal."""
-    return json.dumps(value, indent=indent, ensure_ascii=False).translate(_JSON_ESCAPE)
+    return escape_hidden_json(json.dumps(value, indent=indent, ensure_ascii=False))
 
 
 def log_line(item: LogMessage) -> str:
@@ -288,10 +277,18 @@ def _progress_status(p: Progress) -> str:
     return f"{amount} {msg}".strip()
 
 
+APPROVAL_SHOWN_MAX = 32_768
+"""Longest arguments (characters of their JSON, as shown) :class:`TerminalApprover` asks
+about; a longer call is denied, never shown in part."""
+
+
 class TerminalApprover:
     """An approval callback that asks on the terminal (y/N) for each call the host marks.
 
-    Shows the tool, whether it declares itself read-only, and its arguments, then reads
+    Shows the call id (as JSON, so ``"1"`` and ``1`` differ), the tool, whether it
+    declares itself read-only, and its whole arguments (every control and invisible
+    character escaped; a call longer than :data:`APPROVAL_SHOWN_MAX` characters is
+    denied without asking, never shown in part), then reads
     one line from stdin in a worker thread (one question at a time, so parallel calls
     do not interleave their prompts). "y" or "yes" allows; anything else, or end of
     input (stdin closed or not a terminal), denies with a reason the model sees.
@@ -332,11 +329,19 @@ class TerminalApprover:
 
         hint = "read-only" if request.read_only else "may change things"
         args = json_text(request.arguments)
+        if len(args) > APPROVAL_SHOWN_MAX:
+            # Never a part of the call: what is not shown could be what runs.
+            return ApprovalDecision.deny(
+                f"the call's arguments take {len(args)} characters as shown, more than the "
+                f"{APPROVAL_SHOWN_MAX} the terminal approval shows whole, so the user could not "
+                "review it; the call was not shown"
+            )
+        call_id = json_text(request.call_id)  # "1" and 1 are different calls
         with self.pause() if self.pause is not None else nullcontext():
             self.console.print(
                 Panel(
-                    Text(clip(args, head=20, tail=5)),
-                    title=f"approve call {escape(visible(str(request.call_id)))}: "
+                    Text(args),
+                    title=f"approve call {escape(call_id)}: "
                     f"[cyan]{escape(visible(request.name))}[/cyan] ({hint})",
                     title_align="left",
                     border_style="yellow",
