@@ -1219,7 +1219,9 @@ class Session:
                     target.cancel("lsp")
             return
         if self._progress_listeners and type(params) is dict:
-            listener = self._progress_listeners.get(params.get("progressToken"))  # type: ignore[arg-type]
+            token = params.get("progressToken")
+            # A valid id only: True or 1.0 would find the listener of token 1.
+            listener = self._progress_listeners.get(token) if is_valid_id(token) else None
             if listener is not None:
                 try:
                     listener(method, params)
