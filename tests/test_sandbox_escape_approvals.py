@@ -10,7 +10,8 @@ JSON-RPC peer playing the client:
 * format, bidirectional and control characters reach the form escaped;
 * a tool (in a worker process) may ask the client only elicitation, sampling and
   roots, in both eras: ``toolwire/approve`` or anything else is refused;
-* the terminal approval of ``toolwire call`` shows the whole call too, or denies it.
+* the terminal approval of ``toolwire call`` shows the whole call too, or denies it;
+* a progress token of another JSON type (``1.0``, ``true``) reaches no listener of ``1``.
 
 Run as root and as an ordinary user (tests/run_unprivileged.sh).
 """
@@ -353,3 +354,48 @@ def test_hidden_matches_every_control_and_format_character() -> None:
             assert HIDDEN.fullmatch(ch), f"U+{c:04X} ({category}) is not escaped"
         elif HIDDEN.fullmatch(ch):
             assert category == "Cn", f"U+{c:04X} ({category}) is escaped"
+
+
+# ------------------------------------------------------------------ progress tokens are ids
+
+
+def test_a_progress_token_of_another_type_reaches_no_listener() -> None:
+    """A request's progress listener hears only its own token: ``1.0`` or ``true`` are equal
+    to ``1`` as dict keys in Python, but not the same JSON token (two real Sessions back
+    to back over pipes)."""
+    import anyio
+
+    from toolwire import RequestContext, Session
+    from toolwire.streams import FdReceiveStream, FdSendStream
+
+    heard: list[Any] = []
+
+    async def main() -> None:
+        a_r, b_w = os.pipe()
+        b_r, a_w = os.pipe()
+        a = Session(FdReceiveStream(a_r), FdSendStream(a_w), name="a")  # type: ignore[arg-type]
+        b = Session(FdReceiveStream(b_r), FdSendStream(b_w), name="b")  # type: ignore[arg-type]
+
+        async def work(params: Any, ctx: RequestContext) -> Any:
+            token = ctx.progress_token
+            assert type(token) is int
+            for fake in (float(token), token == 1, token == 0, str(token)):
+                ctx.session.notify(
+                    "notifications/progress", {"progressToken": fake, "progress": 99}
+                )
+            ctx.session.notify("notifications/progress", {"progressToken": token, "progress": 1})
+            return "done"
+
+        b.request_handlers["work"] = work
+        async with a.running(), b.running():
+            for token in (1, 0):
+                result = await a.request(
+                    "work",
+                    {"_meta": {"progressToken": token}},
+                    timeout=10,
+                    on_progress=lambda method, params: heard.append(params),
+                )
+                assert result == "done"
+
+    anyio.run(main)
+    assert [p["progress"] for p in heard] == [1, 1], heard
