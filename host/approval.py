@@ -14,7 +14,7 @@ trusted).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from toolwire import _json
@@ -63,6 +63,8 @@ class ApprovalPolicy:
     names: frozenset[str] = frozenset()
     destructive: bool = False
     everything: bool = False
+    known: set[str] = field(default_factory=set, compare=False, repr=False)
+    """The tools the host served when it started (:meth:`settle`); empty until then."""
 
     @classmethod
     def parse(cls, items: Iterable[str]) -> ApprovalPolicy:
@@ -81,14 +83,25 @@ class ApprovalPolicy:
                     names.add(word)
         return cls(frozenset(names), destructive, everything)
 
+    def settle(self, names: Iterable[str]) -> None:
+        """Record the tools the host serves once started (called once, before the first
+        call). With a list of names, a tool that is not among them (one a ``--reload``
+        added later) needs approval too: the user chose the names knowing those tools."""
+        if not self.known:
+            self.known.update(names)
+
     @property
     def active(self) -> bool:
         """True when some call may need approval."""
         return self.everything or self.destructive or bool(self.names)
 
     def needs_approval(self, tool: Tool) -> bool:
-        """Whether a call to ``tool`` must be approved by the client first."""
+        """Whether a call to ``tool`` must be approved by the client first: it is named,
+        or the policy is ``all``, or it is not read-only under ``destructive``; or the
+        policy names tools and ``tool`` was not served at start (:meth:`settle`)."""
         if self.everything or tool.name in self.names:
+            return True
+        if self.names and self.known and tool.name not in self.known:
             return True
         return self.destructive and not tool.read_only
 

@@ -28,6 +28,14 @@ from .approval import ApprovalPolicy
 from .context import ExecEnv
 from .definition import ToolDefinitionError
 from .executor import Executor
+from .inputs import (
+    HostInputs,
+    activate,
+    check_configured_bwrap,
+    collect,
+    deactivate,
+    source_only_imports,
+)
 from .loading import entry_point_names, load_builtins, load_entry_points, load_tools
 from .options import HostConfig, StartupError
 from .registry import Registry
@@ -82,6 +90,7 @@ def build_registry(config: HostConfig) -> Registry:
         load_builtins(registry)
     if config.isolation == "process":
         return registry
+    source_only_imports()  # tool modules imported here: from source, never a cache
     if config.entry_points:
         load_entry_points(registry)
     for spec in config.tools:
@@ -115,14 +124,17 @@ def _not_importable_hint(spec: str, root: Path) -> str:
     return ""
 
 
-def describe(config: HostConfig, env: ExecEnv) -> str:
-    """The ``instructions`` text sent in ``initialize``."""
+def describe(config: HostConfig, env: ExecEnv, inputs: HostInputs | None = None) -> str:
+    """The ``instructions`` text sent in ``initialize`` (with ``inputs``: also the
+    sentence naming the host inputs inside the root, :meth:`HostInputs.notice`)."""
     text = (
         f"Tools run in a separate host process and act inside the directory {env.root}. "
         "Relative paths are resolved against it; paths outside it are refused."
     )
     if env.sandbox is not None:
         text += " " + env.sandbox.describe()
+    if inputs is not None and (notice := inputs.notice(env.root)):
+        text += " " + notice
     return text
 
 
@@ -134,6 +146,7 @@ async def run_host(
     *,
     sandbox: Sandbox | None = None,
     guard: ProcessGuard | None = None,
+    inputs: HostInputs | None = None,
 ) -> int:
     """Serve one connection on the given descriptors until EOF, ``exit`` or a signal.
 
@@ -147,6 +160,9 @@ async def run_host(
             as when embedding the host in a process of your own, SIGTERM, SIGINT and
             SIGHUP received while serving close the connection through anyio, and
             nothing outside the event loop ends the process.
+        inputs: the host inputs (:mod:`toolwire.host.inputs`; collected from ``config``
+            when None): while serving, the file tools refuse them and the sandbox
+            mounts them read-only.
 
     Returns:
         The exit code the host asks for: 0, or 1 for an LSP ``exit`` without ``shutdown``.
@@ -156,16 +172,37 @@ async def run_host(
             also a ``--tools`` module that does not load in its worker process.
         SandboxUnavailable: ``config.sandbox`` requires a sandbox this machine cannot give.
     """
-    env = ExecEnv.at(
-        config.root, default_timeout=None, sandbox=sandbox or resolve_sandbox(config.sandbox)
-    )
+    if sandbox is None:
+        check_configured_bwrap(config)
+        sandbox = resolve_sandbox(config.sandbox)
+    env = ExecEnv.at(config.root, default_timeout=None, sandbox=sandbox)
     if registry is None:
         registry = build_registry(config)
+    if inputs is None:
+        inputs = collect(config)
+    if env.sandbox is not None:
+        env.sandbox.protected_paths = inputs.paths()
+    activate(inputs)
+    try:
+        return await _run(config, read_fd, write_fd, registry, env, inputs, guard)
+    finally:
+        deactivate(inputs)
+
+
+async def _run(
+    config: HostConfig,
+    read_fd: int,
+    write_fd: int,
+    registry: Registry,
+    env: ExecEnv,
+    inputs: HostInputs,
+    guard: ProcessGuard | None,
+) -> int:
     server = HostServer(
         registry,
         env,
         Executor(default_timeout=config.timeout, max_threads=config.max_threads),
-        instructions=describe(config, env),
+        instructions=describe(config, env, inputs),
         page_size=config.page_size,
         approval=ApprovalPolicy.parse(config.approve),
         approval_timeout=config.approval_timeout,
@@ -190,6 +227,8 @@ async def run_host(
             except StartupError as exc:
                 failed = exc  # raised below, outside the workers' task group
         if failed is None:
+            # --approve NAMES: a tool a --reload adds later needs approval too.
+            server.approval.settle(t.name for t in registry)
             log.info("serving %d tools in %s", len(registry), env.root)
             return await _serve(session, server, guard)
     raise failed

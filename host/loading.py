@@ -53,8 +53,9 @@ def import_spec(spec: str, *, fresh: bool = False, source: bytes | None = None) 
 
     Args:
         spec: the file or module.
-        fresh: compile a file from its source, ignoring its cached bytecode (a worker
-            process loading a module that ``--reload`` may have just changed).
+        fresh: kept for callers; a file is always compiled from its source, never from
+            its cached bytecode (which the sandbox may have written, or which may be
+            stale after a ``--reload`` change).
         source: the file's source to compile instead of its current contents (implies
             ``fresh``): what the worker's generation read.
 
@@ -68,9 +69,9 @@ def import_spec(spec: str, *, fresh: bool = False, source: bytes | None = None) 
         real = path.resolve()
         digest = f"{zlib.crc32(str(real).encode()):08x}"
         name = f"toolwire_user_{real.stem}_{digest}"
-        loader = (
-            _FreshSourceLoader(name, str(real), source) if fresh or source is not None else None
-        )
+        # Always from source (SECURITY.md, "Host inputs"): a __pycache__ entry beside
+        # the file may have been written by a sandboxed command.
+        loader = _FreshSourceLoader(name, str(real), source)
         module_spec = importlib.util.spec_from_file_location(name, real, loader=loader)
         if module_spec is None or module_spec.loader is None:
             raise ImportError(f"cannot load {spec}")

@@ -51,6 +51,8 @@ class HostConfig:
             imported into the host process.
         workers: worker processes per tool module at most (default: the number of cores).
         reload: watch the tool modules' files and reload them on change (``--reload``).
+        config_file: the ``--config`` file the settings were read from (None: none);
+            a host input (:mod:`toolwire.host.inputs`).
     """
 
     root: Path = field(default_factory=Path.cwd)
@@ -69,6 +71,7 @@ class HostConfig:
     isolation: Literal["process", "none"] = "process"
     workers: int = field(default_factory=lambda: os.cpu_count() or 1)
     reload: bool = False
+    config_file: Path | None = None
 
 
 def _message_size(text: str) -> int:
@@ -246,6 +249,7 @@ def config_from_args(ns: argparse.Namespace) -> HostConfig:
             isolation=_isolation(pick(ns.isolation, "isolation", "process")),
             workers=_workers(pick(ns.workers, "workers", os.cpu_count() or 1)),
             reload=bool(pick(ns.reload, "reload", False)),
+            config_file=getattr(ns, "config", None),
         )
     )
 

@@ -547,14 +547,15 @@ def host_installation() -> tuple[str, ...]:
 
 def check_not_installation(root: Path, real: str | os.PathLike[str], shown: str) -> None:
     """Refuse ``real`` (a real path) when it lies in the host's own installation
-    (:func:`host_installation`).
+    (:func:`host_installation`) or is one of the host inputs of a host serving in this
+    process (:func:`toolwire.host.inputs.check_not_host_input`).
 
     A place that contains the root itself (the root is a project inside the Python
     prefix, say) does not make the whole root read-only: only its places that do not
     contain the root count; the narrower ones (site-packages, bin) still do.
 
     Raises:
-        PathError: the path is part of the host's installation.
+        PathError: the path is part of the host's installation, or a host input.
     """
     for place in host_installation():
         if is_inside(root, place):
@@ -565,6 +566,12 @@ def check_not_installation(root: Path, real: str | os.PathLike[str], shown: str)
                 "environment, its packages or its bwrap); the file tools never change it. "
                 "Reading it is allowed."
             )
+    from .inputs import InputError, check_not_host_input
+
+    try:
+        check_not_host_input(root, real, shown)
+    except InputError as exc:
+        raise PathError(str(exc)) from None
 
 
 _AM_PM = re.compile(r" ([AP]M)\.")

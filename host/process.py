@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 
 from . import outputs
 from .importpath import scrub_import_path
+from .inputs import check_configured_bwrap, collect
 from .options import StartupError, build_parser, config_from_args
 from .procs import kill_descendants, set_subreaper
 from .sandbox import SandboxUnavailable, resolve_sandbox
@@ -89,6 +90,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         if not config.root.is_dir():
             raise StartupError(f"toolwire serve: --root {config.root} is not a directory")
+        check_configured_bwrap(config)  # before the probe runs it
         # Probing bubblewrap means starting a process (tens of ms): do it in a thread
         # while the host's modules import and the tools load; wait for it before serving.
 
@@ -105,6 +107,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         from .connection import build_registry, run_host
 
         registry = build_registry(config)
+        inputs = collect(config)
         try:
             sandbox = probe.result()
         except SandboxUnavailable as exc:
@@ -114,8 +117,15 @@ def main(argv: Sequence[str] | None = None) -> None:
         elif sandbox.active and log.isEnabledFor(logging.WARNING):
             # The start-up banner: which bubblewrap runs the commands.
             print(f"toolwire serve: {sandbox.banner()}", file=sys.stderr, flush=True)
+        if notice := inputs.notice(config.root):
+            print(f"toolwire serve: {notice}", file=sys.stderr, flush=True)
         code = anyio.run(
-            functools.partial(run_host, sandbox=sandbox, guard=_ProcessGuard(EXIT_GRACE, read_fd)),
+            functools.partial(
+                run_host,
+                sandbox=sandbox,
+                guard=_ProcessGuard(EXIT_GRACE, read_fd),
+                inputs=inputs,
+            ),
             config,
             read_fd,
             write_fd,

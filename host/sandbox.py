@@ -477,6 +477,14 @@ def _bwrap_origin(path: str, configured: bool) -> str:
     return "bundled" if path == bundled_bwrap() else "system"
 
 
+def _configured_bwrap_problem(path: str, writable: Sequence[str]) -> str:
+    """:func:`toolwire.host.inputs.bwrap_problem`: why a configured bubblewrap is not
+    to be trusted ("" when it is)."""
+    from .inputs import bwrap_problem
+
+    return bwrap_problem(path, writable)
+
+
 def _find_prlimit() -> str | None:
     return find_system_program("prlimit")
 
@@ -580,6 +588,9 @@ class Sandbox:
     _etc_masks: list[tuple[str, str, str]] = field(default_factory=list)
     _proc_ops: list[tuple[str, str, str]] = field(default_factory=list)
     _install_dirs: list[str] = field(default_factory=list)
+    protected_paths: list[str] = field(default_factory=list)
+    """The host inputs (:mod:`toolwire.host.inputs`): each one that exists and lies in a
+    writable place (the root, ``extra_rw_paths``) is mounted read-only over it."""
     command_slots: Any = field(default=None, repr=False, compare=False)
     """The runner's :class:`toolwire.host.commands.CommandSlots` for this sandbox (made
     on first use): ``max_commands`` is counted per sandbox, that is per host."""
@@ -750,6 +761,15 @@ class Sandbox:
         # path an answer names, so a sandboxed command can read them.
         ops += [("--ro-bind", p, p) for p in outputs.sandbox_ro_paths()]
         ops += [("--bind", p, p) for p in self.settings.extra_rw_paths]
+        # The host inputs (toolwire.host.inputs): read-only over the writable binds
+        # (after them in this list, which the sort below keeps at equal depth).
+        writable = [root, *self.settings.extra_rw_paths]
+        ops += [
+            ("--ro-bind", p, p)
+            for p in self.protected_paths
+            if os.path.lexists(p)
+            and any(path_under(p, w) and not path_under(w, p) for w in writable)
+        ]
         # A mount hides what an earlier, deeper one put below it: mount parents first.
         # Last, /dev itself (a tmpfs bubblewrap cannot size) becomes read-only: its
         # device nodes still work, but no file can be stored there.
@@ -1203,7 +1223,9 @@ def resolve_sandbox(settings: SandboxSettings) -> Sandbox:
         (mode "none").
 
     Raises:
-        SandboxUnavailable: mode is "bwrap" and bubblewrap cannot run.
+        SandboxUnavailable: mode is "bwrap" and bubblewrap cannot run; or, in every
+            mode but "none", a configured ``bwrap`` fails the trust checks of
+            :func:`toolwire.host.inputs.bwrap_problem`.
     """
     limits = _clamped_limits(settings.effective_limits())
     if settings.mode == "none":
@@ -1216,6 +1238,11 @@ def resolve_sandbox(settings: SandboxSettings) -> Sandbox:
         cause = "platform"
     elif settings.bwrap is not None and not os.access(settings.bwrap, os.X_OK):
         reason = f"bubblewrap (bwrap) is not installed at {settings.bwrap}."
+    elif settings.bwrap is not None and (
+        untrusted := _configured_bwrap_problem(settings.bwrap, settings.extra_rw_paths)
+    ):
+        # Never run it, not even as the probe, and never fall back to no sandbox.
+        raise SandboxUnavailable(f"[sandbox] bwrap is not trusted: {untrusted}")
     elif (bwrap := settings.bwrap or find_bwrap()) is None:
         reason = "bubblewrap (bwrap) is not installed, and no bundled one was found."
     else:

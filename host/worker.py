@@ -114,6 +114,9 @@ def main(argv: list[str] | None = None) -> None:
     code = 0
     try:
         from ._workerside import serve
+        from .inputs import source_only_imports
+
+        source_only_imports()  # the module and its neighbours: from source only
 
         joined()  # the process and memory limits hold before the module's code runs
         serve(config, read_fd, write_fd)
