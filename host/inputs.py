@@ -36,6 +36,7 @@ import os
 import stat
 import sys
 import threading
+import types
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -294,7 +295,8 @@ class SourceOnlyLoader(importlib.machinery.SourceFileLoader):
     """A source file loader that compiles the source every time: it never reads, and
     never writes, a ``__pycache__`` entry."""
 
-    def get_code(self, fullname: str) -> object:  # type: ignore[override]
+    def get_code(self, fullname: str) -> types.CodeType:
+        """The module's code, compiled from its source file."""
         return self.source_to_code(self.get_data(self.path), self.path)
 
 
@@ -349,7 +351,8 @@ def source_only_imports() -> None:
 def check_configured_bwrap(config: HostConfig) -> None:
     """Refuse to start with a configured bubblewrap that :func:`bwrap_problem` finds
     wanting, judged against the host's root and ``extra_rw_paths`` (before anything
-    runs it, even the sandbox probe). Nothing to check in sandbox mode "none".
+    runs it, even the sandbox probe). Nothing to check in sandbox mode "none", nor for
+    a path where nothing exists (the sandbox then reports bubblewrap missing).
 
     Raises:
         toolwire.host.options.StartupError: the configured bubblewrap is not trusted.
@@ -357,8 +360,8 @@ def check_configured_bwrap(config: HostConfig) -> None:
     from .options import StartupError
 
     settings = config.sandbox
-    if settings.bwrap is None or settings.mode == "none":
-        return
+    if settings.bwrap is None or settings.mode == "none" or not os.path.exists(settings.bwrap):
+        return  # nothing to run: resolve_sandbox reports it "not installed"
     problem = bwrap_problem(settings.bwrap, [config.root, *settings.extra_rw_paths])
     if problem:
         raise StartupError(

@@ -23,7 +23,7 @@ import pytest
 from tests.hostproc import HostProcess
 from tests.sandbox_support import needs_bwrap
 
-CONFIG = '[host]\nbuiltins = true\n[sandbox]\nmax_commands = 8\n'
+CONFIG = "[host]\nbuiltins = true\n[sandbox]\nmax_commands = 8\n"
 
 SHOUT = '''\
 from toolwire.host import tool
@@ -228,3 +228,55 @@ def test_no_notice_when_the_inputs_lie_outside_the_root(tmp_path: Path) -> None:
         ok = h.call("write", {"path": "toolwire.toml", "content": "x"})
     assert "Host inputs" not in info["instructions"]
     assert ok["result"].get("isError") is not True, ok  # the root's own file of that name
+
+
+RELOADED = '''
+from toolwire.host import tool
+
+
+@tool
+def named() -> str:
+    """Named in --approve."""
+    return "named ran"
+
+
+@tool
+def present() -> str:
+    """There at start, not named."""
+    return "present ran"
+'''
+
+ADDED = '''
+
+@tool
+def added() -> str:
+    """Added by a reload."""
+    return "added ran"
+'''
+
+
+def test_approve_names_also_covers_tools_a_reload_adds(tmp_path: Path) -> None:
+    # --approve NAMES was chosen knowing the tools at start: a tool a reload adds later
+    # is asked about too (here the client can be asked nothing, so it is denied), while
+    # an unnamed tool that was there at start runs as before.
+    from tests.e2e_helpers import PROMPT
+    from tests.workers_support import host_args, is_method, wait_for_message
+
+    tools_dir = tmp_path / "tools"
+    tools_dir.mkdir()
+    module = tools_dir / "reloaded.py"
+    module.write_text(RELOADED)
+    root = tmp_path / "root"
+    root.mkdir()
+    args = host_args(root, "process", [str(module)], "--reload", "--approve", "named")
+    with HostProcess(args) as h:
+        h.initialize()
+        assert "client's approval" in _text(h.call("named", {}, timeout=PROMPT))
+        assert _text(h.call("present", {}, timeout=PROMPT)) == "present ran"
+        h.drain()
+        module.write_text(RELOADED + ADDED)
+        wait_for_message(h, is_method("notifications/tools/list_changed"), PROMPT, "list_changed")
+        added = h.call("added", {}, timeout=PROMPT)
+        assert added["result"].get("isError") is True, added
+        assert "needs the client's approval" in _text(added), added
+        assert _text(h.call("present", {}, timeout=PROMPT)) == "present ran"
