@@ -204,6 +204,25 @@ def test_a_configured_bwrap_inside_the_root_is_refused(tmp_path: Path) -> None:
     assert not marker.exists(), "the configured script ran"
 
 
+def test_a_configured_bwrap_others_may_replace_is_refused(tmp_path: Path) -> None:
+    # Outside the root, but writable by the group: the system bubblewrap's rule applies.
+    marker = tmp_path / "fake-bwrap-ran"
+    place = tmp_path / "bin"
+    place.mkdir(mode=0o755)
+    fake = place / "bwrap"
+    fake.write_text(f"#!/bin/sh\ntouch {marker}\nexit 1\n")
+    fake.chmod(0o775)
+    (tmp_path / "root").mkdir()
+    config = tmp_path / "toolwire.toml"
+    config.write_text(f'[sandbox]\nbwrap = "{fake}"\n')
+    h = HostProcess(["--root", str(tmp_path / "root"), "--config", str(config)])
+    with h:
+        code = h.wait(timeout=60)
+    assert code == 2, h.stderr
+    assert f"{fake} is writable by its group or by other users" in h.stderr, h.stderr
+    assert not marker.exists(), "the configured script ran"
+
+
 def test_the_host_names_its_inputs_inside_the_root_at_start(tmp_path: Path) -> None:
     root, config, tools = _layout(tmp_path)
     with _host(root, config, tools, "--sandbox", "none") as h:
