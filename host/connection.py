@@ -28,14 +28,8 @@ from .approval import ApprovalPolicy
 from .context import ExecEnv
 from .definition import ToolDefinitionError
 from .executor import Executor
-from .inputs import (
-    HostInputs,
-    activate,
-    check_configured_bwrap,
-    collect,
-    deactivate,
-    source_only_imports,
-)
+from .inputs import HostInputs, activate, deactivate, source_only_imports
+from .inputs_collect import check_configured_bwrap, collect
 from .loading import entry_point_names, load_builtins, load_entry_points, load_tools
 from .options import HostConfig, StartupError
 from .registry import Registry

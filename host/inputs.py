@@ -16,7 +16,7 @@ installation is:
 * a configured bubblewrap must be trustworthy (:func:`bwrap_problem`);
 * where one lies inside the root, the host says so at start (:meth:`HostInputs.notice`).
 
-The host inputs (:func:`collect`): the ``--config`` file and the paths it names (its
+The host inputs (:func:`toolwire.host.inputs_collect.collect`): the ``--config`` file and the paths it names (its
 ``tools`` and ``[sandbox] bwrap``); every ``--tools`` file, with the Python modules and
 packages beside it (what the module can import) and that directory's ``__pycache__``,
 and any *new* module name there (a ``write`` of ``requests.py`` beside the tools file
@@ -24,7 +24,8 @@ would shadow the installed package at the next start); the package directory (or
 module file and its ``__pycache__``) of a ``--tools`` module name or of an entry
 point's module. With ``--reload`` the watched files are among them.
 
-Standard library only at import time.
+Standard library only (and :mod:`.importpath`): the path rules and the sandbox import it.
+What a host's inputs are is decided by :mod:`.inputs_collect`.
 """
 
 from __future__ import annotations
@@ -37,13 +38,8 @@ import stat
 import sys
 import threading
 import types
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from .options import HostConfig
 
 __all__ = [
     "HostInput",
@@ -52,7 +48,7 @@ __all__ = [
     "activate",
     "bwrap_problem",
     "check_not_host_input",
-    "collect",
+    "configured_bwrap_refusal",
     "deactivate",
     "source_only_imports",
 ]
@@ -95,7 +91,7 @@ class HostInput:
 
 @dataclass
 class HostInputs:
-    """Every host input of one host (:func:`collect`).
+    """Every host input of one host (:func:`toolwire.host.inputs_collect.collect`).
 
     Attributes:
         items: the files and directories, in the order found (no duplicates).
@@ -160,51 +156,6 @@ class HostInputs:
             "start, so the file tools refuse to change them and they are read-only "
             "inside the sandbox."
         )
-
-
-def collect(config: HostConfig) -> HostInputs:
-    """The host inputs of a host configured by ``config`` (see the module docstring).
-
-    Relative ``--tools`` paths are read from the working directory, as the loader
-    reads them. Nothing is imported: module names are located with
-    :func:`importlib.util.find_spec` of their top-level name.
-    """
-    from .workers import _module_location, importable_beside
-
-    found = HostInputs()
-    if config.config_file is not None:
-        found.add(config.config_file, "the --config file")
-    if config.sandbox.bwrap is not None:
-        found.add(config.sandbox.bwrap, "the configured bubblewrap")
-    for spec in config.tools:
-        path = Path(spec)
-        if spec.endswith(".py") or path.is_file():
-            real = os.path.realpath(spec)
-            found.add(real, f"the --tools file {spec}")
-            folder = os.path.dirname(real)
-            for neighbour in importable_beside(real)[1:]:
-                found.add(neighbour, f"a module beside the --tools file {spec}")
-            found.add(os.path.join(folder, "__pycache__"), f"the bytecode cache beside {spec}")
-            if folder not in found.import_dirs:
-                found.import_dirs.append(folder)
-        else:
-            _add_module(found, _module_location(spec), f"the --tools module {spec}")
-    if config.entry_points:
-        with contextlib.suppress(Exception):
-            import importlib.metadata
-
-            from .loading import ENTRY_POINT_GROUP
-
-            for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
-                _add_module(found, _module_location(ep.module), f"the entry point {ep.name}")
-    return found
-
-
-def _add_module(found: HostInputs, places: Sequence[str], what: str) -> None:
-    for place in places:
-        found.add(place, what)
-        if os.path.isfile(place):
-            found.add(os.path.join(os.path.dirname(place), "__pycache__"), f"the cache of {what}")
 
 
 # ------------------------------------------------------------------ the active inputs
@@ -348,25 +299,23 @@ def source_only_imports() -> None:
         _hook_installed = True
 
 
-def check_configured_bwrap(config: HostConfig) -> None:
-    """Refuse to start with a configured bubblewrap that :func:`bwrap_problem` finds
-    wanting, judged against the host's root and ``extra_rw_paths`` (before anything
-    runs it, even the sandbox probe). Nothing to check in sandbox mode "none", nor for
-    a path where nothing exists (the sandbox then reports bubblewrap missing).
-
-    Raises:
-        toolwire.host.options.StartupError: the configured bubblewrap is not trusted.
+def configured_bwrap_refusal(
+    bwrap: str | None, mode: str, writable: Iterable[str | os.PathLike[str]]
+) -> str:
+    """Why the host must not start with the configured bubblewrap ``bwrap`` (the
+    whole message), or "" when it may: :func:`bwrap_problem` judged against
+    ``writable`` (the root and ``extra_rw_paths``), before anything runs it, even the
+    sandbox probe. Nothing to check in sandbox ``mode`` "none", without a configured
+    path, or for a path where nothing exists (the sandbox reports bubblewrap missing).
     """
-    from .options import StartupError
-
-    settings = config.sandbox
-    if settings.bwrap is None or settings.mode == "none" or not os.path.exists(settings.bwrap):
-        return  # nothing to run: resolve_sandbox reports it "not installed"
-    problem = bwrap_problem(settings.bwrap, [config.root, *settings.extra_rw_paths])
-    if problem:
-        raise StartupError(
-            f"toolwire serve: [sandbox] bwrap is not trusted: {problem}. A configured "
-            "bubblewrap must lie outside the root and every place the tools can write, "
-            "and it and its directory must be owned by root (or the host's user) and "
-            "writable by nobody else; refusing to start"
-        )
+    if bwrap is None or mode == "none" or not os.path.exists(bwrap):
+        return ""
+    problem = bwrap_problem(bwrap, writable)
+    if not problem:
+        return ""
+    return (
+        f"toolwire serve: [sandbox] bwrap is not trusted: {problem}. A configured "
+        "bubblewrap must lie outside the root and every place the tools can write, "
+        "and it and its directory must be owned by root (or the host's user) and "
+        "writable by nobody else; refusing to start"
+    )

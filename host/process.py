@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 
 from . import outputs
 from .importpath import scrub_import_path
-from .inputs import check_configured_bwrap, collect
+from .inputs import configured_bwrap_refusal
 from .options import StartupError, build_parser, config_from_args
 from .procs import kill_descendants, set_subreaper
 from .sandbox import SandboxUnavailable, resolve_sandbox
@@ -90,7 +90,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         if not config.root.is_dir():
             raise StartupError(f"toolwire serve: --root {config.root} is not a directory")
-        check_configured_bwrap(config)  # before the probe runs it
+        settings = config.sandbox
+        writable: list[str | os.PathLike[str]] = [config.root, *settings.extra_rw_paths]
+        if refusal := configured_bwrap_refusal(settings.bwrap, settings.mode, writable):
+            raise StartupError(refusal)  # before the probe runs it
         # Probing bubblewrap means starting a process (tens of ms): do it in a thread
         # while the host's modules import and the tools load; wait for it before serving.
 
@@ -105,6 +108,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         import anyio
 
         from .connection import build_registry, run_host
+        from .inputs_collect import collect
 
         registry = build_registry(config)
         inputs = collect(config)
