@@ -77,7 +77,10 @@ def import_spec(spec: str, *, fresh: bool = False, source: bytes | None = None) 
             raise ImportError(f"cannot load {spec}")
         module = importlib.util.module_from_spec(module_spec)
         sys.modules[name] = module
-        sys.path.insert(0, str(real.parent))
+        # Its directory goes last (SECURITY.md, "Host inputs"): a file beside it, which a
+        # sandboxed command may have made, can add a name but never shadow a module of
+        # the installation (a planted json.py or requests.py).
+        sys.path.append(str(real.parent))
         try:
             module_spec.loader.exec_module(module)
         finally:

@@ -299,3 +299,44 @@ def test_approve_names_also_covers_tools_a_reload_adds(tmp_path: Path) -> None:
         assert added["result"].get("isError") is True, added
         assert "needs the client's approval" in _text(added), added
         assert _text(h.call("present", {}, timeout=PROMPT)) == "present ran"
+
+
+USES_STDLIB = '''\
+import colorsys
+
+from toolwire.host import tool
+
+
+@tool
+def where() -> str:
+    """Where the module colorsys came from."""
+    return colorsys.__file__
+'''
+
+
+@pytest.mark.parametrize("isolation", ["process", "none"])
+def test_a_module_planted_beside_the_tools_file_shadows_no_installed_module(
+    tmp_path: Path, isolation: str
+) -> None:
+    # A sandboxed command may create any new file in the root, a module named like one of
+    # the installation's among them; the tools module beside it must still get the
+    # installation's.
+    root = tmp_path / "root"
+    root.mkdir()
+    marker = tmp_path / "planted-module-ran"
+    tools = root / "where.py"
+    tools.write_text(USES_STDLIB)
+    config = root / "toolwire.toml"
+    config.write_text(CONFIG)
+    with _host(root, config, tools) as h:
+        h.initialize()
+        made = h.call(
+            "bash",
+            {"command": f"printf 'open({str(marker)!r}, \"w\").close()\\n' > colorsys.py"},
+        )
+    assert (root / "colorsys.py").exists(), made
+    with _host(root, config, tools, "--isolation", isolation) as h:
+        h.initialize()
+        out = h.call("where", {})
+    assert not marker.exists(), "the planted module ran"
+    assert _text(out) != str(root / "colorsys.py") and _text(out).endswith("colorsys.py"), out
