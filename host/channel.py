@@ -99,6 +99,11 @@ class CallChannel:
     async def drain(self) -> None:
         """Wait while the client is not reading (the session's bounded output queue)."""
 
+    def commit(self) -> bool:
+        """The call is about to make its change: see :meth:`RequestContext.commit`
+        (always True here: nobody can cancel this call from outside)."""
+        return True
+
     async def ask(self, method: str, params: dict[str, Any], key: str) -> Any:
         """Ask the client (``elicitation/create``, ``sampling/createMessage``,
         ``roots/list``) and return its answer.
@@ -149,6 +154,9 @@ class LegacyChannel(CallChannel):
 
     def log(self, level: str, data: Any, logger: str | None) -> None:
         self._peer.send_log(level, data, logger)
+
+    def commit(self) -> bool:
+        return self._request is None or self._request.commit()
 
     async def drain(self) -> None:
         session = self._peer.session
@@ -228,6 +236,9 @@ class ModernChannel(CallChannel):
 
     def log(self, level: str, data: Any, logger: str | None) -> None:
         self._call.send_log(level, data, logger)
+
+    def commit(self) -> bool:
+        return self._request.commit()
 
     async def drain(self) -> None:
         await self._call.session.drain()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -77,7 +78,16 @@ class ToolContext:
             of call; the default reaches no client).
     """
 
-    __slots__ = ("_asks", "_early", "call_id", "channel", "env", "timeout", "tool_name")
+    __slots__ = (
+        "_asks",
+        "_early",
+        "_timeout_scope",
+        "call_id",
+        "channel",
+        "env",
+        "timeout",
+        "tool_name",
+    )
 
     def __init__(
         self,
@@ -95,6 +105,23 @@ class ToolContext:
         """Seconds the call may run, when the handler applies its timeout itself
         (``Tool.own_timeout``); None otherwise or for no limit."""
         self._early: Any = None  # a call already sent to a worker (Tool.early_start)
+        self._timeout_scope: Any = None  # the executor's timeout (an anyio CancelScope)
+
+    def commit(self) -> bool:
+        """Call just before the change a mutating tool cannot take back (the rename of a
+        written file), from the event loop's thread (from a worker thread:
+        :func:`toolwire.host.builtins._common.commit_point`). True: the change may be
+        made, and from now on neither the call's timeout nor the client's cancellation
+        interrupts the call: it is answered with its result (protocol.md §5). False:
+        the call was already cancelled or timed out; make no change."""
+        scope = self._timeout_scope
+        if scope is not None and scope.cancel_called:
+            return False
+        if not self.channel.commit():
+            return False
+        if scope is not None:
+            scope.deadline = math.inf
+        return True
 
     async def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None

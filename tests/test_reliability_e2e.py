@@ -5,6 +5,7 @@ temporary file, and a worker's timeout fires on time."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -56,3 +57,53 @@ def test_bash_output_survives_a_saturated_thread_pool(tmp_path: Path) -> None:
             assert "outputIncomplete" not in _details(resp)
             for i in range(100):
                 assert "result" in h.recv_response(base + i, timeout=120)
+
+
+def _await_quiet(h: HostProcess, path: str, ping_id: Any) -> list[Any]:
+    """Every message up to the point where a later call on ``path`` (which waits behind
+    the earlier one in the per-file mutation queue) and a ping have been answered."""
+    h.send(_call(ping_id, "edit", {"path": path, "edits": [{"oldText": "\0", "newText": "x"}]}))
+    h.recv_response(ping_id, timeout=120)
+    h.send({"jsonrpc": "2.0", "id": ping_id + 1, "method": "ping"})
+    h.recv_response(ping_id + 1, timeout=60)
+    return h.drain()
+
+
+def test_cancelled_write_is_either_untouched_or_answered(tmp_path: Path) -> None:
+    """A cancel sent at a different moment of each of many large writes: the file is
+    either unchanged (and the call answered -32800 for ``$/cancelRequest``, nothing
+    for ``notifications/cancelled``) or changed and answered with the write's result;
+    never changed and answered as cancelled."""
+    target = tmp_path / "f.txt"
+    target.write_text("old\n")
+    seen: dict[str, int] = {}
+    with HostProcess(_host_args(tmp_path), cwd=tmp_path) as h:
+        assert "result" in h.initialize()
+        for i in range(48):
+            old = target.read_bytes()
+            content = f"version {i}\n" + "x" * (8 << 20)
+            wid = 1000 + 10 * i
+            dialect = "lsp" if i % 2 == 0 else "mcp"
+            h.send(_call(wid, "write", {"path": "f.txt", "content": content}))
+            # Cancel at varying moments: at once, or after up to ~0.2 s of the write.
+            time.sleep((i % 12) * 0.02)  # spreads the moments; no synchronisation
+            if dialect == "lsp":
+                h.notify("$/cancelRequest", {"id": wid})
+            else:
+                h.notify("notifications/cancelled", {"requestId": wid})
+            messages = _await_quiet(h, "f.txt", wid + 5)
+            answers = [m for m in messages if isinstance(m, dict) and m.get("id") == wid]
+            changed = target.read_bytes() != old
+            assert len(answers) <= 1, answers
+            if changed:
+                assert target.read_text().startswith(f"version {i}\n")
+                assert answers and "result" in answers[0], (i, dialect, answers)
+                assert answers[0]["result"].get("isError") is not True, answers
+                seen["applied"] = seen.get("applied", 0) + 1
+            else:
+                if dialect == "lsp":
+                    assert answers and answers[0]["error"]["code"] == -32800, (i, answers)
+                else:
+                    assert not answers, (i, answers)
+                seen["untouched"] = seen.get("untouched", 0) + 1
+    assert seen.get("untouched", 0) > 0, seen

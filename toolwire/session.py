@@ -169,6 +169,7 @@ class RequestContext:
         "_abort_error",
         "_answered",
         "_batch",
+        "_committed",
         "_done",
         "_last_progress",
         "_scope",
@@ -201,6 +202,7 @@ class RequestContext:
         self._batch = batch
         self._abort_error: JsonRpcError | None = None
         self._answered = False
+        self._committed = False
         self.early: Any = None
         self.on_done: Callable[[], None] | None = None
 
@@ -210,18 +212,32 @@ class RequestContext:
         return self._done
 
     def cancel(self, dialect: CancelDialect) -> None:
-        """Interrupt the handler as if the peer had cancelled it in ``dialect``."""
+        """Interrupt the handler as if the peer had cancelled it in ``dialect``; after
+        :meth:`commit`, only record it (the handler runs on and is answered)."""
         if self._done or self.cancelled_by is not None:
             return
         self.cancelled_by = dialect
-        if self._scope is not None:
+        if self._scope is not None and not self._committed:
             self._scope.cancel()
+
+    def commit(self) -> bool:
+        """The handler is about to make a change it cannot take back (a file's rename):
+        from now on a cancellation no longer interrupts it, and the request is answered
+        with what the handler returns, cancelled or not (protocol.md §5). False, and
+        nothing changes, when the request was already cancelled or aborted: the
+        handler must then not make the change. Call it from the event loop's thread."""
+        if self.cancelled_by is not None or self._abort_error is not None:
+            return False
+        self._committed = True
+        return True
 
     def abort(self, error: JsonRpcError) -> None:
         """Interrupt the handler and answer the request with ``error`` (the host's own
         cancellation, e.g. at shutdown; the peer's cancellations use :meth:`cancel`)."""
         if self._done or self.cancelled_by is not None or self._abort_error is not None:
             return
+        if self._committed:
+            return  # answered with the handler's result, which is on its way
         self._abort_error = error
         if self._scope is not None:
             self._scope.cancel()
@@ -1162,7 +1178,9 @@ class Session:
                 except Exception:
                     log.exception("%s: handler for %s failed", self.name, ctx.method)
                     reply = error_response(ctx.id, JsonRpcError(INTERNAL_ERROR, "Internal error"))
-            if ctx._abort_error is not None and (reply is None or scope.cancelled_caught):
+            if ctx._committed and reply is not None:
+                pass  # the change was made: its answer is owed, cancelled or not
+            elif ctx._abort_error is not None and (reply is None or scope.cancelled_caught):
                 reply = error_response(ctx.id, ctx._abort_error)
             elif ctx.cancelled_by == "lsp":
                 reply = error_response(ctx.id, JsonRpcError(REQUEST_CANCELLED, "Request cancelled"))
@@ -1206,9 +1224,10 @@ class Session:
                 if target is not None and target.method != "initialize":
                     log.debug("%s: request %r cancelled (mcp)", self.name, target.id)
                     target.cancel("mcp")
-                    # Nothing more is sent for it, so its id is free at once.
-                    del self._in_flight[target.id]
-                    self._note_flight_change()
+                    if not target._committed:
+                        # Nothing more is sent for it, so its id is free at once.
+                        del self._in_flight[target.id]
+                        self._note_flight_change()
             return
         if method == "$/cancelRequest":
             if type(params) is dict:

@@ -14,13 +14,16 @@ import sysconfig
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import anyio.from_thread
 
 from ..decorator import tool
 from ..paths import PathError, check_not_installation, is_inside, open_directory
 from ..results import ToolError
+
+if TYPE_CHECKING:
+    from ..context import ToolContext
 
 __all__ = [
     "GlobMatcher",
@@ -29,6 +32,7 @@ __all__ = [
     "builtin_tool",
     "check_cancelled",
     "check_opened_inside",
+    "commit_point",
     "display_path",
     "file_kind",
     "find_rg",
@@ -218,6 +222,32 @@ def check_cancelled() -> None:
         anyio.from_thread.check_cancelled()
     except RuntimeError:  # not in a worker thread (a direct call, a unit test)
         return
+
+
+def commit_point(ctx: ToolContext) -> Callable[[], None]:
+    """The ``before_commit`` of :func:`atomic_write` for a call of a tool: in the
+    worker thread, just before the rename, it stops the call when it was cancelled or
+    timed out (nothing is changed), and otherwise commits it (:meth:`ToolContext.commit`,
+    run on the event loop, so no cancellation can slip in between the check and the
+    decision): from then on the call is answered with its result, whatever cancellation
+    arrives (protocol.md §5).
+
+    Raises (from the returned function):
+        the cancellation exception: the call was cancelled or timed out.
+        ToolError: it was cancelled in a way the thread cannot raise (nothing changed).
+    """
+
+    def before_commit() -> None:
+        check_cancelled()
+        try:
+            committed = anyio.from_thread.run_sync(ctx.commit)
+        except RuntimeError:  # not in a worker thread (a direct call, a unit test)
+            committed = ctx.commit()
+        if not committed:
+            check_cancelled()
+            raise ToolError("The call was cancelled before the change was made; nothing changed")
+
+    return before_commit
 
 
 def atomic_write(

@@ -22,7 +22,7 @@ import itertools
 import os
 import re
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, NotRequired, TypedDict
@@ -34,7 +34,14 @@ from ..hints import Param
 from ..paths import resolve_write_path
 from ..results import ToolError, ToolResult
 from ..truncate import MAX_BYTES, format_size
-from ._common import atomic_write, builtin_tool, check_cancelled, display_path, open_regular
+from ._common import (
+    atomic_write,
+    builtin_tool,
+    check_cancelled,
+    commit_point,
+    display_path,
+    open_regular,
+)
 
 __all__ = [
     "EDIT_DIFF_MAX_LINES",
@@ -499,7 +506,7 @@ async def edit(
 
     def work() -> ToolResult:
         real = resolve_write_path(env, path, must_exist=True)
-        return _edit_file(real, display_path(real, env.cwd), env.root, specs)
+        return _edit_file(real, display_path(real, env.cwd), env.root, specs, commit_point(ctx))
 
     # Edits of one file never overlap: the executor's per-file mutation queue (mutates).
     result: ToolResult = await anyio.to_thread.run_sync(work)
@@ -522,10 +529,18 @@ def _read_bounded(real: Path, shown: str, within: Path | None) -> bytes:
     return data
 
 
-def _edit_file(real: Path, shown: str, within: Path | None, specs: list[_Edit]) -> ToolResult:
+def _edit_file(
+    real: Path,
+    shown: str,
+    within: Path | None,
+    specs: list[_Edit],
+    before_commit: Callable[[], None] = check_cancelled,
+) -> ToolResult:
     """The whole edit, in a worker thread: read, match, diff, write. Stops (and
     writes nothing) when the call is cancelled or times out: checked after reading,
-    before each edit is matched, between diff regions, and just before the rename."""
+    before each edit is matched, between diff regions, and just before the rename
+    (``before_commit``: :func:`commit_point` of the call, which also makes the call
+    answered with its result once the rename is decided)."""
     data = _read_bounded(real, shown, within)
     check_cancelled()
     try:
@@ -549,7 +564,7 @@ def _edit_file(real: Path, shown: str, within: Path | None, specs: list[_Edit]) 
         (("\ufeff" if bom else "") + new_body).encode("utf-8"),
         shown,
         within,
-        before_commit=check_cancelled,
+        before_commit=before_commit,
     )
     n = len(spans)
     details: dict[str, Any] = {"diff": diff, "firstChangedLine": first, "replacements": n}

@@ -10,7 +10,7 @@ from ..context import ToolContext
 from ..hints import Param
 from ..paths import resolve_write_path
 from ..results import ToolError, ToolResult
-from ._common import atomic_write, builtin_tool, check_cancelled, display_path
+from ._common import atomic_write, builtin_tool, commit_point, display_path
 
 __all__ = ["write"]
 
@@ -35,9 +35,10 @@ async def write(
             f"content holds a lone surrogate at index {exc.start}, which UTF-8 cannot encode"
         ) from None
     # Writes to one file never overlap: the executor's per-file mutation queue (mutates).
-    # A call cancelled (or timed out) before the rename leaves the file as it was.
+    # A call cancelled (or timed out) before the rename leaves the file as it was;
+    # once renamed, it is answered with this result whatever cancellation arrives.
     created = await anyio.to_thread.run_sync(
-        atomic_write, real, data, shown, ctx.env.root, check_cancelled
+        atomic_write, real, data, shown, ctx.env.root, commit_point(ctx)
     )
     verb = "Created" if created else "Wrote"
     return ToolResult(
