@@ -14,8 +14,10 @@ What a worker's failure costs (protocol.md §12):
 * a worker that dies (a signal, ``os._exit``, the memory limit) fails the calls it had in
   flight with an error result naming what happened; the next call starts a new worker,
   after a pause that doubles with each death in a row (:data:`RESTART_BACKOFF`);
-* a call that times out or is cancelled is answered at once; when its handler has not
-  stopped :data:`STOP_GRACE` seconds later, the worker is killed (and restarted);
+* a call that times out or is cancelled is answered at once (a call of a tool that
+  ``mutates`` files: once its handler has stopped, so no write can follow the answer);
+  when its handler has not stopped :data:`STOP_GRACE` seconds later, the worker is
+  killed (and restarted), and until then it takes no new call;
 * a module that no longer imports when a worker starts is reported once (stderr and a
   ``notifications/message``) and its tools fail with that reason until it imports again.
 
@@ -758,6 +760,23 @@ class WorkerProcess:
             )
             self.kill(f"a call in it did not stop within {STOP_GRACE:g} s of being cancelled")
 
+    def settle_soon(self, answered: anyio.Event) -> None:
+        """:meth:`settle` in the background, for a call answered at once: the worker
+        takes no new call from this moment until it is settled."""
+        self.unsettled += 1
+
+        async def run() -> None:
+            try:
+                await self.settle(answered)
+            finally:
+                self.unsettled -= 1
+
+        owner = self.pool.workers_owner
+        if owner._tg is None or owner.closing:
+            self.unsettled -= 1  # the host is closing: every worker is ended anyway
+            return
+        owner.spawn(run)
+
 
 class _Flight:
     """One request sent to a worker, from :meth:`WorkerPool._begin` until its answer is
@@ -1102,11 +1121,19 @@ class WorkerPool:
             raise
         return flight
 
-    async def _finish(self, flight: _Flight, tool_name: str) -> Any:
+    async def _finish(self, flight: _Flight, tool_name: str, *, wait_stop: bool = True) -> Any:
         """Wait for the answer to a request :meth:`_begin` sent.
 
+        Args:
+            wait_stop: on timeout or cancellation, answer only once the handler has
+                stopped (or its worker is gone, :meth:`WorkerProcess.settle`), as a
+                handler in the host would: needed by a tool that changes files (its
+                answer must not come while it may still write). False: answer at
+                once and settle the worker in the background (it takes no new call
+                meanwhile).
+
         Raises:
-            _TimedOut: its deadline passed (answered once the handler stopped).
+            _TimedOut: its deadline passed.
             ToolError: the worker died or was stopped meanwhile.
             JsonRpcError: the worker's own error answer.
         """
@@ -1118,15 +1145,18 @@ class WorkerPool:
             assert flight.outbound is not None
             return await flight.outbound.wait(abandoned.append)
         except RequestTimeout:
-            # Answered once the handler has stopped (or its worker is gone).
             if abandoned:
-                await worker.settle(abandoned[0])
+                if wait_stop:
+                    await worker.settle(abandoned[0])
+                else:
+                    worker.settle_soon(abandoned[0])
             raise _TimedOut from None
         except anyio.get_cancelled_exc_class():
             if abandoned:
-                # Answer the cancellation only once the handler has stopped (or its
-                # worker is gone), as a handler in the host would have.
-                await worker.settle(abandoned[0])
+                if wait_stop:
+                    await worker.settle(abandoned[0])
+                else:
+                    worker.settle_soon(abandoned[0])
             raise
         except JsonRpcError as exc:
             if exc.code != CONNECTION_CLOSED:
@@ -1173,10 +1203,14 @@ class WorkerPool:
             self.workers_owner.spawn(flight.worker.settle, abandoned[0])
         self._end(flight)
 
-    async def call(self, name: str, arguments: dict[str, Any], ctx: ToolContext) -> WireResult:
+    async def call(
+        self, name: str, arguments: dict[str, Any], ctx: ToolContext, *, mutates: bool = True
+    ) -> WireResult:
         """Run one call of tool ``name`` in a worker, under ``ctx.timeout`` counted from
         the moment a worker is there; its wire result. A call :meth:`start_early` sent
-        for this context is taken over.
+        for this context is taken over. A timeout or cancellation is answered at its
+        moment, unless the tool ``mutates`` files: then once its handler has stopped
+        (at most :data:`STOP_GRACE` seconds later, when its worker is killed).
 
         Raises:
             ToolError: the worker died or was stopped, or the module is unavailable.
@@ -1191,11 +1225,12 @@ class WorkerPool:
                 ctx._early = None
                 early.taken = True
                 began = early.began
-                result = await early.pool._finish(early, name)
+                result = await early.pool._finish(early, name, wait_stop=mutates)
             else:
-                result = await self.request(
-                    "tools/call", _call_params(name, arguments, ctx), ctx, name, timeout=ctx.timeout
-                )
+                worker = await self.acquire()
+                params = _call_params(name, arguments, ctx)
+                flight = self._begin(worker, "tools/call", params, ctx, ctx.timeout)
+                result = await self._finish(flight, name, wait_stop=mutates)
             took = time.monotonic() - began
             self.typical = took if self.typical is None else 0.8 * self.typical + 0.2 * took
         except _TimedOut:
@@ -1257,7 +1292,7 @@ def remote_tool(pool: WorkerPool, description: dict[str, Any]) -> Tool:
         raise ValueError(f"malformed description of tool {name!r} from {pool.module.label}")
 
     async def handler(arguments: dict[str, Any], ctx: ToolContext) -> WireResult:
-        return await pool.call(name, arguments, ctx)
+        return await pool.call(name, arguments, ctx, mutates=bool(mutates))
 
     def early_start(
         arguments: dict[str, Any], ctx: ToolContext, timeout: float | None

@@ -107,3 +107,43 @@ def test_cancelled_write_is_either_untouched_or_answered(tmp_path: Path) -> None
                     assert not answers, (i, answers)
                 seen["untouched"] = seen.get("untouched", 0) + 1
     assert seen.get("untouched", 0) > 0, seen
+
+
+def test_worker_timeout_and_cancel_of_a_sync_tool_answer_at_their_moment(
+    tmp_path: Path,
+) -> None:
+    """A synchronous tool that never stops, in a worker process: its 1 s timeout is
+    answered at 1 s plus about one round trip, and ``$/cancelRequest`` on it at once;
+    not after the half second the host gives the handler to stop before it kills the
+    worker (which it still does, in the background). The margins are relative to a
+    plain call's round trip measured here."""
+    from tests.workers_support import call_msg, is_progress, wait_for_message, worker_host
+
+    with worker_host(tmp_path, "process", ["--workers", "2"]) as h:
+        trips = []
+        for i in range(5):
+            start = time.monotonic()
+            h.request("tools/call", {"name": "count", "arguments": {}}, id=f"b{i}", timeout=60)
+            trips.append(time.monotonic() - start)
+        baseline = max(trips)
+        margin = min(0.4, 0.15 + 4 * baseline)  # well below the 0.5 s stop grace
+
+        start = time.monotonic()
+        h.send(call_msg("stuck", "spin_sync", {}, token="t"))
+        r = h.recv_response("stuck", timeout=60)["result"]
+        elapsed = time.monotonic() - start
+        assert r.get("isError") is True and "timed out after 1 seconds" in _text({"result": r})
+        assert elapsed < 1.0 + margin, (elapsed, baseline)
+
+        for attempt in range(3):
+            rid = f"c{attempt}"
+            h.send(call_msg(rid, "spin_sync", {}, token=rid))
+            wait_for_message(h, is_progress(rid), 60, "the call's first progress")
+            start = time.monotonic()
+            h.notify("$/cancelRequest", {"id": rid})
+            resp = h.recv_response(rid, timeout=60)
+            took = time.monotonic() - start
+            if "error" in resp:
+                break  # (else the 1 s timeout came first on a slow machine: again)
+        assert resp["error"]["code"] == -32800, resp
+        assert took < margin, (took, baseline)
