@@ -5,6 +5,7 @@ temporary file, and a worker's timeout fires on time."""
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -147,3 +148,43 @@ def test_worker_timeout_and_cancel_of_a_sync_tool_answer_at_their_moment(
                 break  # (else the 1 s timeout came first on a slow machine: again)
         assert resp["error"]["code"] == -32800, resp
         assert took < margin, (took, baseline)
+
+
+def _written_bytes(pid: int) -> int:
+    """Bytes the process has written so far (``wchar`` of ``/proc/<pid>/io``)."""
+    for line in Path(f"/proc/{pid}/io").read_text().splitlines():
+        if line.startswith("wchar:"):
+            return int(line.split()[1])
+    raise AssertionError("no wchar in /proc/<pid>/io")
+
+
+def test_sigkill_during_a_large_write_leaves_no_temporary_file(tmp_path: Path) -> None:
+    """The host is SIGKILLed while it writes the bytes of a large ``write`` (seen in
+    its own write counter): no file but the target is in the directory, then or after
+    the next start, and the target holds its old or its new content."""
+    import signal
+
+    target = tmp_path / "big.txt"
+    content = "y" * (48 << 20)
+    killed_mid_write = 0
+    for threshold in (1 << 20, 8 << 20, 24 << 20):
+        target.write_text("old\n")
+        with HostProcess(_host_args(tmp_path), cwd=tmp_path) as h:
+            assert "result" in h.initialize()
+            before = _written_bytes(h.proc.pid)
+            h.send(_call(1, "write", {"path": "big.txt", "content": content}))
+            while _written_bytes(h.proc.pid) - before < threshold:
+                if h.proc.poll() is not None:
+                    break
+                time.sleep(0.0005)  # polling the kernel's counter, not waiting for time
+            h.proc.send_signal(signal.SIGKILL)
+            h.proc.wait(timeout=60)
+            assert sorted(os.listdir(tmp_path)) == ["big.txt"], os.listdir(tmp_path)
+            if target.read_bytes() == b"old\n":
+                killed_mid_write += 1
+            else:
+                assert target.stat().st_size == len(content)
+        with HostProcess(_host_args(tmp_path), cwd=tmp_path) as h:
+            assert "result" in h.initialize()
+            assert sorted(os.listdir(tmp_path)) == ["big.txt"], os.listdir(tmp_path)
+    assert killed_mid_write > 0

@@ -319,6 +319,66 @@ def atomic_write(
         os.close(dfd)
 
 
+def _temporary_name(name: str) -> str:
+    return f".{name}.{secrets.token_hex(4)}.tmp"
+
+
+def _open_temporary(dfd: int, name: str, shown: str) -> tuple[int, str | None]:
+    """A new file in the directory ``dfd`` for the bytes of ``name``, mode 0600:
+    ``(fd, None)`` for an unnamed file (``O_TMPFILE``: until it is linked it has no
+    name, so no listing shows it and a host killed meanwhile leaves nothing behind);
+    ``(fd, tmp)`` for a file named ``tmp`` where the file system has no ``O_TMPFILE``.
+
+    Raises:
+        ToolError: no file can be created there.
+    """
+    tmpfile = getattr(os, "O_TMPFILE", 0)
+    if tmpfile and os.path.exists("/proc/self/fd"):
+        try:
+            fd = os.open(".", os.O_WRONLY | tmpfile | os.O_CLOEXEC, 0o600, dir_fd=dfd)
+            return fd, None
+        except OSError as exc:
+            if exc.errno not in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL):
+                raise ToolError(
+                    f"Cannot write {shown}: {exc.strerror or type(exc).__name__}"
+                ) from None
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    for _ in range(100):
+        tmp = _temporary_name(name)
+        try:
+            return os.open(tmp, flags, 0o600, dir_fd=dfd), tmp
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise ToolError(f"Cannot write {shown}: {exc.strerror or type(exc).__name__}") from None
+    raise ToolError(f"Cannot write {shown}: no free temporary name")
+
+
+def _link_unnamed(fd: int, dfd: int, name: str, *, new_file: bool) -> str:
+    """Give the unnamed file ``fd`` (complete, fsynced) a name in ``dfd``: ``name``
+    itself for a new file (returns ""), else a temporary name to rename over ``name``
+    at once (returned). ``linkat`` through ``/proc/self/fd`` needs no privilege.
+
+    Raises:
+        OSError: the link failed.
+    """
+    source = f"/proc/self/fd/{fd}"
+    if new_file:
+        try:
+            os.link(source, name, dst_dir_fd=dfd, follow_symlinks=True)
+            return ""
+        except FileExistsError:
+            pass  # created meanwhile: replace it like an existing file
+    for _ in range(100):
+        tmp = _temporary_name(name)
+        try:
+            os.link(source, tmp, dst_dir_fd=dfd, follow_symlinks=True)
+            return tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no free temporary name")
+
+
 def _write_in(
     dfd: int, name: str, data: bytes, shown: str, before_commit: Callable[[], None] | None = None
 ) -> bool:
@@ -333,20 +393,7 @@ def _write_in(
     if st is not None and not stat.S_ISREG(st.st_mode):
         raise ToolError(f"{shown} is a {file_kind(st.st_mode)}, not a regular file; not writing it")
     mode = stat.S_IMODE(st.st_mode) if st is not None else (0o666 & ~_umask())
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-    tmp = ""
-    fd = -1
-    for _ in range(100):
-        tmp = f".{name}.{secrets.token_hex(4)}.tmp"
-        try:
-            fd = os.open(tmp, flags, 0o600, dir_fd=dfd)
-            break
-        except FileExistsError:
-            continue
-        except OSError as exc:
-            raise ToolError(f"Cannot write {shown}: {exc.strerror or type(exc).__name__}") from None
-    else:
-        raise ToolError(f"Cannot write {shown}: no free temporary name")
+    fd, tmp = _open_temporary(dfd, name, shown)
     try:
         try:
             view = memoryview(data)
@@ -358,14 +405,18 @@ def _write_in(
                 with contextlib.suppress(OSError):
                     os.fchown(fd, st.st_uid, st.st_gid)
             os.fsync(fd)
+            if before_commit is not None:
+                before_commit()
+            if tmp is None:
+                tmp = _link_unnamed(fd, dfd, name, new_file=st is None)
         finally:
             os.close(fd)
-        if before_commit is not None:
-            before_commit()
-        os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+        if tmp:
+            os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
     except BaseException as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp, dir_fd=dfd)
+        if tmp:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=dfd)
         if isinstance(exc, OSError):
             raise ToolError(f"Cannot write {shown}: {exc.strerror or type(exc).__name__}") from None
         raise
