@@ -188,3 +188,32 @@ def test_sigkill_during_a_large_write_leaves_no_temporary_file(tmp_path: Path) -
             assert "result" in h.initialize()
             assert sorted(os.listdir(tmp_path)) == ["big.txt"], os.listdir(tmp_path)
     assert killed_mid_write > 0
+
+
+def test_timed_out_write_is_either_untouched_or_answered(tmp_path: Path) -> None:
+    """Large writes under host timeouts that expire at different moments of the
+    write: a timed-out answer always leaves the file unchanged, and a changed file
+    is always answered with the write's result."""
+    target = tmp_path / "f.txt"
+    outcomes: set[str] = set()
+    for n, limit in enumerate(("0.02", "0.05", "0.1", "0.2", "0.4")):
+        with HostProcess(_host_args(tmp_path, "--timeout", limit), cwd=tmp_path) as h:
+            assert "result" in h.initialize()
+            for i in range(4):
+                target.write_text("old\n")
+                content = f"version {n}.{i}\n" + "x" * (8 << 20)
+                resp = h.request(
+                    "tools/call",
+                    {"name": "write", "arguments": {"path": "f.txt", "content": content}},
+                    timeout=120,
+                )
+                result = resp["result"]
+                if target.read_bytes() == b"old\n":
+                    assert result.get("isError") is True, result
+                    assert "timed out" in _text(resp), result
+                    outcomes.add("untouched")
+                else:
+                    assert target.read_text().startswith(f"version {n}.{i}\n")
+                    assert result.get("isError") is not True, (limit, result)
+                    outcomes.add("applied")
+    assert outcomes, outcomes
