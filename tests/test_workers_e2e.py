@@ -278,7 +278,8 @@ def test_module_state_is_per_worker(tmp_path: Path, isolation: str) -> None:
         if isolation == "process":
             assert len(seen) == 2, seen
         else:
-            assert list(seen.values()) == [[1, 2, 3, 4, 5, 6]], seen
+            # one module state in the host; c1 and c2 may start in either order
+            assert [sorted(v) for v in seen.values()] == [[1, 2, 3, 4, 5, 6]], seen
 
 
 # ---------------------------------------------------------------------------- pass-through
