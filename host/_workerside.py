@@ -31,6 +31,7 @@ from .results import ToolError, ToolResult, error_result, to_wire_content
 from .rounds import InputNeeded
 from .workerwire import (
     ASK,
+    HEARTBEAT,
     HOOK,
     IMPORT_FAILED,
     INPUT_NEEDED,
@@ -183,6 +184,8 @@ class _Worker:
         session.request_handlers["tools/call"] = self.call
         session.request_handlers[HOOK] = self.hook
         session.request_handlers[PREPARE] = self.prepare
+        # Answered in the read loop: a worker whose event loop is wedged does not answer.
+        session.inline_request_handlers[HEARTBEAT] = lambda params, ctx: {}
 
     def _changed(self) -> None:
         """The module changed the registry while serving: tell the host (from the event

@@ -54,6 +54,7 @@ from toolwire.framing import DEFAULT_MAX_MESSAGE_SIZE
 from toolwire.session import OutboundRequest, RequestContext, Session
 from toolwire.streams import FdReceiveStream, FdSendStream
 
+from . import health
 from .arguments import Arguments
 from .channel import LOG_LEVELS
 from .context import ToolContext
@@ -408,6 +409,9 @@ class WorkerProcess:
         self._wrapped: Any = None
         self.memory_exceeded: int | None = None
         """The memory limit (bytes) when the kernel killed the worker for reaching it."""
+        self.check: health.Check | None = None
+        """The health check in progress (:meth:`WorkerPool.confirm`), if any."""
+        self.checked_at = 0.0
 
     @property
     def alive(self) -> bool:
@@ -804,6 +808,18 @@ class _Flight:
         self.ended = False
 
 
+def _check_due(worker: WorkerProcess, calls: int = 0) -> bool:
+    """Whether ``worker`` (with ``calls`` in flight counted for the caller) is checked
+    (:meth:`WorkerPool.confirm`) before it gets a call: a check is under way, or it has
+    been idle :data:`~.health.IDLE_CHECK` seconds since its last answer or check."""
+    if worker.check is not None:
+        return True
+    if worker.in_flight != calls:
+        return False
+    since = max(worker.last_done, worker.checked_at, worker.started_at)
+    return time.monotonic() - since >= health.IDLE_CHECK
+
+
 def _takes_quick_call(worker: WorkerProcess) -> bool:
     """Whether a ready worker takes one more quick call: it has fewer than
     :data:`QUICK_BATCH` in flight and has answered within :data:`QUICK_STALL`."""
@@ -855,6 +871,7 @@ class WorkerPool:
                 self.source = f.read()
         self.typical: float | None = None
         """A moving average of how long this module's calls take in a worker (seconds)."""
+        self.crashes = health.CrashBudget()
 
     def own_paths(self) -> list[str]:
         """What ``--reload`` watches for this module, decided by the host (never by what
@@ -933,17 +950,75 @@ class WorkerPool:
         self._not_before = time.monotonic() + pause
         if self.workers_owner.closing:
             return
-        log.warning(
-            "worker %s #%d %s",
-            self.module.label,
-            worker.number,
+        what = (
             (worker.stop_reason and f"was stopped: {worker.stop_reason}")
             or (
                 worker.memory_exceeded is not None
                 and f"was killed: {memory_exceeded_message(worker.memory_exceeded)}"
             )
-            or f"died ({describe_status(worker.returncode or 0, self.sandboxed)})",
+            or f"died ({describe_status(worker.returncode or 0, self.sandboxed)})"
         )
+        log.warning("worker %s #%d %s", self.module.label, worker.number, what)
+        if worker.stop_reason is None:
+            # The host did not stop it: a crash (a signal, an exit, the memory limit).
+            self.crashed(what)
+
+    def crashed(self, what: str) -> None:
+        """One of this module's workers crashed (``what`` says how); past the crash
+        budget (:class:`~.health.CrashBudget`) the module is marked broken: its calls fail
+        with a message naming it, said once in the log, and no worker is started again
+        until the module changes (``--reload``) or the host restarts."""
+        if not self.crashes.crashed() or self.unavailable is not None or self.retired:
+            return
+        self.unavailable = (
+            f"The tools of {self.module.label} are unavailable: its worker process crashed"
+            f" {self.crashes.describe()} (last: {what}); it is not restarted until the"
+            " module changes (--reload) or the host restarts"
+        )
+        log.error("%s", self.unavailable)
+        notify = self.workers_owner.notify
+        if notify is not None:
+            notify("error", self.unavailable)
+
+    async def confirm(self, worker: WorkerProcess) -> bool:
+        """Check an idle worker before it gets a call: not stopped (``/proc``), and
+        answering a heartbeat within :data:`~.health.HEARTBEAT_TIMEOUT`; a worker that
+        fails is killed (to be replaced). Concurrent callers share one check."""
+        check = worker.check
+        if check is not None:
+            await check.done.wait()
+            return check.healthy
+        check = worker.check = health.Check()
+        try:
+            with anyio.CancelScope(shield=True):
+                check.healthy = await self._heartbeat(worker)
+        finally:
+            worker.checked_at = time.monotonic()
+            worker.check = None
+            check.done.set()
+        return check.healthy
+
+    async def _heartbeat(self, worker: WorkerProcess) -> bool:
+        pid = health.stopped([worker.pid, *worker._sandbox_pids])
+        reason = None
+        if pid is not None:
+            reason = f"it was found stopped while idle (process {pid} in state T)"
+        elif worker.session is not None and worker.alive:
+            try:
+                with anyio.fail_after(health.HEARTBEAT_TIMEOUT):
+                    await worker.session.request(health.HEARTBEAT, {})
+            except TimeoutError:
+                reason = (
+                    "it did not answer a heartbeat within"
+                    f" {health.HEARTBEAT_TIMEOUT:g} s while idle"
+                )
+            except JsonRpcError:
+                pass  # an answer all the same (or its death, seen below)
+        if reason is None:
+            return worker.alive
+        log.warning("worker %s #%d: %s; replacing it", self.module.label, worker.number, reason)
+        worker.kill(reason)
+        return False
 
     def _choose(self) -> WorkerProcess | None:
         """:meth:`acquire`'s choice among the workers there are (None: start one)."""
@@ -978,7 +1053,7 @@ class WorkerPool:
         if head is not None:
             return head
         pick = self._choose()
-        if pick is None or not pick.ready.is_set():
+        if pick is None or not pick.ready.is_set() or _check_due(pick):
             return None
         pick.in_flight += 1
         self.keep_spare()
@@ -1004,7 +1079,7 @@ class WorkerPool:
         pick = self.pick_now()
         if pick is not None:
             return pick
-        pick = self._choose()  # a worker still starting, or none
+        pick = self._choose()  # a worker still starting or to be checked, or none
         if pick is not None:
             pick.in_flight += 1
             self.keep_spare()
@@ -1013,6 +1088,9 @@ class WorkerPool:
                 if pick.start_error is not None:
                     pick.in_flight -= 1
                     return await self.acquire()
+            elif _check_due(pick, 1) and not await self.confirm(pick):
+                pick.in_flight -= 1
+                return await self.acquire()
             return pick
         pick = self._new_worker()
         pick.in_flight += 1
@@ -1026,7 +1104,8 @@ class WorkerPool:
             if exc.import_failed:
                 self.workers_owner.module_broken(self, exc)
                 raise ToolError(self.unavailable or str(exc)) from None
-            raise ToolError(f"{self.module.label}: {exc}") from None
+            self.crashed(str(exc))
+            raise ToolError(self.unavailable or f"{self.module.label}: {exc}") from None
         except BaseException:
             pick.in_flight -= 1
             pick.kill("the call that started it was cancelled")
@@ -1043,7 +1122,13 @@ class WorkerPool:
         if self.unavailable is not None:
             return None
         head = self.workers[0]
-        if head.alive and not head.unsettled and head.ready.is_set() and _takes_quick_call(head):
+        if (
+            head.alive
+            and not head.unsettled
+            and head.ready.is_set()
+            and _takes_quick_call(head)
+            and not _check_due(head)
+        ):
             head.in_flight += 1
             self.keep_spare()
             return head

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 __all__ = [
     "ASK",
+    "HEARTBEAT",
     "HOOK",
     "IMPORT_FAILED",
     "INPUT_NEEDED",
@@ -40,6 +41,10 @@ Params: ``{"hook": index, "call": {"id", "name", "arguments", "batchId"?}, "args
 ``{"block": reason|null}``, ``{"arguments": {...}}`` (before hooks) or ``{"patch":
 {"content"?, "details"?, "isError"?, "terminate"?}}`` (after hooks). A hook that raises
 answers :data:`TOOL_ERROR` with its message."""
+
+HEARTBEAT = "toolwire/worker/heartbeat"
+"""host → worker: are you there? Sent to a worker idle for a while before it gets a call
+(:mod:`.health`). Params ``{}``; result ``{}``, answered in the worker's read loop."""
 
 PREPARE = "toolwire/worker/prepareArguments"
 """host → worker: run a tool's ``prepare_arguments``. Params ``{"name", "arguments"}``;

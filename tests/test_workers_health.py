@@ -1,0 +1,121 @@
+"""End to end: stopped idle workers are replaced, and a module that keeps crashing its
+workers is marked broken (host/health.py, protocol.md §12).
+
+A worker stopped with SIGSTOP while idle would hold every call sent to it until the
+call's timeout; the host checks a worker idle for a while before it sends it a call, and
+replaces it when it is stopped or does not answer a heartbeat. A tool that crashes its
+worker each time makes the module broken after the crash budget, said in a log message
+and in the error of every later call, instead of a restart loop.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+from toolwire.host.health import CRASH_LIMIT, IDLE_CHECK
+
+from tests.e2e_helpers import PROMPT, wait_until
+from tests.hostproc import HostProcess
+from tests.workers_support import (
+    call_msg,
+    text_of_result,
+    wait_for_message,
+    worker_host,
+    worker_pids,
+)
+
+CALL_TIMEOUT = 60
+"""The call timeout of the host under test (seconds): a call held by a stopped worker
+would be answered with the timeout error after it."""
+
+
+_READY = re.compile(r"worker \S+ #\d+ ready in \d+ ms \(pid (\d+)\)")
+
+
+def _ready_pids(h: HostProcess, count: int) -> list[int]:
+    """Pids from the host's ``worker ... ready`` log lines, once ``count`` are there."""
+    found = wait_until(
+        lambda: len(m := _READY.findall(h.stderr)) >= count and m,
+        PROMPT,
+        f"{count} 'worker ... ready' log lines",
+    )
+    return [int(pid) for pid in found]
+
+
+def _tree(pid: int) -> list[int]:
+    """``pid`` and its descendants."""
+    out = [pid]
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError):
+            for child in (task / "children").read_text().split():
+                out += _tree(int(child))
+    return out
+
+
+def _is_log(level: str) -> Any:
+    def pred(m: Any) -> bool:
+        return (
+            isinstance(m, dict)
+            and m.get("method") == "notifications/message"
+            and m["params"].get("level") == level
+        )
+
+    return pred
+
+
+def test_a_stopped_idle_worker_is_replaced_before_it_gets_a_call(tmp_path: Path) -> None:
+    args = ["--workers", "2", "--timeout", str(CALL_TIMEOUT), "--log-level", "info"]
+    with worker_host(tmp_path, "process", args) as h:
+        # warm up both workers with concurrent calls
+        for i in range(4):
+            h.send(call_msg(f"w{i}", "hello", {"name": f"w{i}"}))
+        for i in range(4):
+            assert text_of_result(h.recv_response(f"w{i}", timeout=PROMPT)["result"])
+        first = _ready_pids(h, 2)[0]
+        stopped = _tree(first)  # the worker (and under a sandbox, bubblewrap too)
+        for pid in stopped:
+            os.kill(pid, signal.SIGSTOP)
+        try:
+            # The workers stay idle for longer than the check interval (a property of
+            # the scenario, not a wait for an event).
+            time.sleep(IDLE_CHECK * 1.5)
+            ids = [f"b{i}" for i in range(10)]
+            for i in ids:
+                h.send(call_msg(i, "hello", {"name": i}))
+            for i in ids:
+                # Each answered long before the call timeout would have fired.
+                r = h.recv_response(i, timeout=CALL_TIMEOUT / 3)["result"]
+                assert text_of_result(r) == f"hello {i}", r
+            assert "found stopped" in h.stderr, h.stderr
+        finally:
+            for pid in stopped:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGCONT)
+
+
+def test_a_module_that_keeps_crashing_is_marked_broken(tmp_path: Path) -> None:
+    with worker_host(tmp_path, "process", ["--workers", "1"]) as h:
+        h.drain()
+        for _i in range(CRASH_LIMIT):
+            r = h.call("hard_exit", {"code": 3}, timeout=PROMPT)["result"]
+            assert r.get("isError") is True, r
+            assert "exit code 3" in text_of_result(r), r
+        note = wait_for_message(h, _is_log("error"), PROMPT, "the log message about the crashes")
+        said = str(note["params"]["data"])
+        assert "worker_tools" in said and "crashed" in said, note
+        # The next calls fail at once, naming the module and why; no new worker.
+        for _ in range(2):
+            r = h.call("hello", timeout=PROMPT)["result"]
+            assert r.get("isError") is True, r
+            text = text_of_result(r)
+            assert "worker_tools" in text and f"crashed {CRASH_LIMIT} times" in text, text
+        assert not worker_pids(tmp_path)
+        names = {t["name"] for t in h.request("tools/list", timeout=PROMPT)["result"]["tools"]}
+        assert "hello" in names  # still listed: its calls say why they fail
+        assert h.request("ping", timeout=PROMPT)["result"] == {}
