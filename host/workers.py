@@ -118,6 +118,10 @@ quick calls (one of its calls is slow after all)."""
 MAX_QUEUED_FOR_WORKER = 256 * 1024 * 1024
 """Bytes the host queues for a worker that does not read, before it kills it (256 MiB)."""
 
+RELOAD_TIMEOUT = 10.0
+"""Seconds a new generation's first worker may take to load its module (``--reload``):
+past it the worker is killed and the previous generation keeps serving."""
+
 HEALTHY_SECONDS = 10.0
 """A worker that lived this long resets the count of deaths in a row."""
 
@@ -1536,6 +1540,7 @@ class Workers:
         self._host_closing = host_closing
         self._client_backlogged = client_backlogged
         self._watch_stop: anyio.Event | None = None
+        self._reloading: dict[ModuleSpec, anyio.CancelScope] = {}
         self.registry = registry
         self.root = os.path.realpath(root)
         self.sandbox = sandbox
@@ -1697,11 +1702,30 @@ class Workers:
                 changed = {os.path.realpath(path) for _, path in changes}
                 for pool in list(self.pools):
                     if any(path_under(c, w) for c in changed for w in pool.watch_paths):
-                        before = list(pool.watch_paths)
-                        await self.reload(pool)
-                        current = self._current(pool.module)
-                        if current is not None and current.watch_paths != before:
-                            restart.set()
+                        self._schedule_reload(pool.module)
+
+    def _schedule_reload(self, module: ModuleSpec) -> None:
+        """Reload ``module`` in the background; the newest save wins: a reload of it
+        still loading is cancelled (its workers killed), so generations are installed in
+        the order of the saves and a slow one never holds a later one."""
+        pending = self._reloading.pop(module, None)
+        if pending is not None:
+            pending.cancel()
+        scope = anyio.CancelScope()
+        self._reloading[module] = scope
+        self.spawn(self._reload_in, module, scope)
+
+    async def _reload_in(self, module: ModuleSpec, scope: anyio.CancelScope) -> None:
+        pool = self._current(module)
+        before = list(pool.watch_paths) if pool is not None else []
+        with scope:
+            if pool is not None:
+                await self.reload(pool)
+        if self._reloading.get(module) is scope:
+            del self._reloading[module]
+        current = self._current(module)
+        if current is not None and current.watch_paths != before and self._watch_stop:
+            self._watch_stop.set()  # watch the new generation's paths
 
     def _current(self, module: ModuleSpec) -> WorkerPool | None:
         return next((p for p in self.pools if p.module == module), None)
@@ -1717,11 +1741,33 @@ class Workers:
         new = WorkerPool(self, pool.module, self.size)
         label = pool.module.label
         try:
-            await new.start_first()
-            self._install(new, new.workers[0].info, replacing=pool)
-        except Exception as exc:  # a malformed answer must never end the host
+            try:
+                with anyio.fail_after(RELOAD_TIMEOUT):
+                    await new.start_first()
+            except TimeoutError:
+                raise WorkerStartError(
+                    f"its module did not load within {RELOAD_TIMEOUT:g} s (an import that"
+                    " hangs?); its worker process was killed",
+                    import_failed=True,
+                ) from None
+            info = new.workers[0].info
+            current = self._current(pool.module) or pool
+            if not info.get("tools") and current.tools:
+                # An empty save (a common moment in an editor) is not a module without
+                # tools: one that had tools keeps its previous generation.
+                raise WorkerStartError(
+                    "the module defines no tools now (an empty or unfinished save?); save"
+                    " it with its tools, or restart the host to serve it without any",
+                    import_failed=True,
+                )
+            self._install(new, info, replacing=current)
+            pool = current
+        except BaseException as exc:
             for worker in list(new.workers):
                 worker.kill("its module failed to reload")
+            if not isinstance(exc, Exception):
+                raise  # cancelled by a newer save (or the host closing)
+            # a malformed answer must never end the host
             detail = getattr(exc, "traceback", "")
             text = f"Reloading {label} failed; the previous version keeps serving: {exc}"
             log.error("%s%s", text, f"\n{detail}" if detail else "")

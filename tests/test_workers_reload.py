@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from toolwire.host.workers import RELOAD_TIMEOUT
 
 from tests.e2e_helpers import PROMPT, wait_until
 from tests.hostproc import HostProcess
@@ -164,4 +165,80 @@ def test_control_without_reload_an_edit_changes_nothing(tmp_path: Path) -> None:
         with pytest.raises(AssertionError, match="no list_changed"):
             wait_for_message(h, is_method("notifications/tools/list_changed"), 3, "list_changed")
         assert _names(h) == {"first", "slow"}
+        assert _text(h, "first") == "first v1"
+
+
+HANGING = """
+import pathlib
+import time
+
+pathlib.Path("hanging.started").write_text("importing")
+while True:
+    time.sleep(0.05)
+"""
+
+
+def _says(m: Any, *words: str) -> bool:
+    return _is_error_log(m) and all(w in str(m["params"]["data"]) for w in words)
+
+
+def test_a_hanging_import_does_not_hold_a_later_save(tmp_path: Path) -> None:
+    module = tmp_path / "reload_me.py"
+    module.write_text(_source("v1"))
+    with _serve(tmp_path, module, "--reload") as h:
+        assert _text(h, "first") == "first v1"
+        h.drain()
+        module.write_text(HANGING)
+        # the hanging generation is importing (the event it reports), then the fix lands
+        wait_until(lambda: (tmp_path / "hanging.started").exists(), PROMPT, "the hanging import")
+        assert _text(h, "first") == "first v1"  # the previous generation serves meanwhile
+        module.write_text(_source("v2", with_second=True))
+        wait_for_message(h, is_method("notifications/tools/list_changed"), PROMPT, "list_changed")
+        assert _text(h, "first") == "first v2"
+        assert _names(h) == {"first", "slow", "second"}
+
+
+def test_a_hanging_import_is_killed_after_the_deadline(tmp_path: Path) -> None:
+    module = tmp_path / "reload_me.py"
+    module.write_text(_source("v1"))
+    with _serve(tmp_path, module, "--reload") as h:
+        h.drain()
+        module.write_text(HANGING)
+        note = wait_for_message(
+            h,
+            lambda m: _says(m, "reload_me", "did not load within"),
+            RELOAD_TIMEOUT + PROMPT,
+            "a log message about the hanging import",
+        )
+        assert "previous version keeps serving" in str(note["params"]["data"]), note
+        assert _text(h, "first") == "first v1"
+        module.write_text(_source("v3"))
+        wait_for_message(h, is_method("notifications/tools/list_changed"), PROMPT, "list_changed")
+        assert _text(h, "first") == "first v3"
+
+
+def test_an_empty_save_keeps_the_previous_tools(tmp_path: Path) -> None:
+    module = tmp_path / "reload_me.py"
+    module.write_text(_source("v1"))
+    with _serve(tmp_path, module, "--reload") as h:
+        h.drain()
+        module.write_text("")
+        note = wait_for_message(
+            h, lambda m: _says(m, "reload_me", "no tools"), PROMPT, "a log message"
+        )
+        assert "previous version keeps serving" in str(note["params"]["data"]), note
+        assert _names(h) == {"first", "slow"}
+        assert _text(h, "first") == "first v1"
+        module.write_text(_source("v2"))
+        wait_for_message(h, is_method("notifications/tools/list_changed"), PROMPT, "list_changed")
+        assert _text(h, "first") == "first v2"
+
+
+def test_a_module_empty_from_the_start_gets_its_tools(tmp_path: Path) -> None:
+    module = tmp_path / "reload_me.py"
+    module.write_text("")
+    with _serve(tmp_path, module, "--reload") as h:
+        assert _names(h) == set()
+        module.write_text(_source("v1"))
+        wait_for_message(h, is_method("notifications/tools/list_changed"), PROMPT, "list_changed")
         assert _text(h, "first") == "first v1"
