@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 PIP    := $(PY) -m pip install --quiet --prefer-binary --disable-pip-version-check
 
-.PHONY: all demo test test-unprivileged lint bench venv clean typecheck-tree
+.PHONY: all demo test test-unprivileged lint bench soak venv clean typecheck-tree
 
 all: test
 
@@ -43,6 +43,10 @@ lint: $(STAMP) typecheck-tree
 
 bench: $(STAMP)
 	$(PY) bench/run.py
+
+# The soak alone (make bench runs it after the timed benchmarks): bench/soak.py.
+soak: $(STAMP)
+	$(PY) bench/soak.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache

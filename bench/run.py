@@ -978,7 +978,15 @@ def main() -> None:
     p.add_argument(
         "--out", default=str(HERE / "RESULTS.md"), help="markdown report path ('' for none)"
     )
+    p.add_argument(
+        "--only",
+        choices=("all", "speed", "soak"),
+        default="all",
+        help="run only the timed benchmarks or only the soak (bench/soak.py)",
+    )
     args = p.parse_args()
+    if args.only == "soak":
+        sys.exit(run_soak())
     # Byte-compile toolwire like any installed package is (pip compiles what it installs;
     # an editable checkout under PYTHONDONTWRITEBYTECODE=1 would otherwise recompile
     # every changed module at every start), then warm the file cache.
@@ -995,6 +1003,13 @@ def main() -> None:
         asyncio.run(main_async(args))
     finally:
         shutil.rmtree(ROOT, ignore_errors=True)
+    if args.only == "all":
+        sys.exit(run_soak())
+
+
+def run_soak() -> int:
+    """The soak (bench/soak.py) with its default figures; its exit status."""
+    return subprocess.run([PY, str(HERE / "soak.py")], check=False).returncode
 
 
 if __name__ == "__main__":
