@@ -119,3 +119,42 @@ def test_a_module_that_keeps_crashing_is_marked_broken(tmp_path: Path) -> None:
         names = {t["name"] for t in h.request("tools/list", timeout=PROMPT)["result"]["tools"]}
         assert "hello" in names  # still listed: its calls say why they fail
         assert h.request("ping", timeout=PROMPT)["result"] == {}
+
+
+WEDGING = '''
+import asyncio
+import time
+
+from toolwire.host import tool
+
+
+@tool
+async def wedge() -> str:
+    """Return at once, then block this worker's event loop for an hour."""
+    asyncio.get_running_loop().call_later(0.05, time.sleep, 3600)
+    return "wedged"
+
+
+@tool
+async def hello(name: str) -> str:
+    """Say hello."""
+    return f"hello {name}"
+'''
+
+
+def test_a_wedged_idle_worker_is_replaced_before_it_gets_a_call(tmp_path: Path) -> None:
+    module = tmp_path / "wedging.py"
+    module.write_text(WEDGING)
+    args = ["--workers", "1", "--timeout", str(CALL_TIMEOUT)]
+    with worker_host(tmp_path, "process", args, tools=[str(module)]) as h:
+        r = h.call("wedge", {}, timeout=PROMPT)["result"]
+        assert text_of_result(r) == "wedged", r
+        # The worker stays idle (and wedged) for longer than the check interval.
+        time.sleep(IDLE_CHECK * 1.5)
+        ids = [f"b{i}" for i in range(5)]
+        for i in ids:
+            h.send(call_msg(i, "hello", {"name": i}))
+        for i in ids:
+            r = h.recv_response(i, timeout=CALL_TIMEOUT / 3)["result"]
+            assert text_of_result(r) == f"hello {i}", r
+        assert "did not answer a heartbeat" in h.stderr, h.stderr
