@@ -205,10 +205,11 @@ class ModernCall:
         """Set for calls that may ask (``tools/call``, ``tools/callBatch``)."""
 
     def send_log(self, level: str, data: Any, logger: str | None) -> None:
-        """Send ``notifications/message`` when the request asked for ``level`` or lower."""
+        """Send ``notifications/message`` when the request asked for ``level`` or lower
+        (dropped, and counted, while the client is behind in reading)."""
         if self.log_threshold is None or LOG_LEVELS.get(level, 0) < self.log_threshold:
             return
-        self.session.notify("notifications/message", log_params(level, data, logger))
+        self.session.notify_lossy("notifications/message", log_params(level, data, logger))
 
 
 class ModernChannel(CallChannel):

@@ -239,10 +239,12 @@ class HostServer:
         return {}
 
     def send_log(self, level: str, data: Any, logger: str | None = None) -> None:
-        """Send ``notifications/message`` when ``level`` meets the client's threshold."""
+        """Send ``notifications/message`` when ``level`` meets the client's threshold
+        (dropped, and counted, while the client is behind in reading:
+        :meth:`~toolwire.session.Session.notify_lossy`)."""
         if self.session is None or LOG_LEVELS.get(level, 0) < self.log_level:
             return
-        self.session.notify("notifications/message", log_params(level, data, logger))
+        self.session.notify_lossy("notifications/message", log_params(level, data, logger))
 
     def _tools_changed(self) -> None:
         if self.session is not None and self.initialized:

@@ -109,16 +109,22 @@ def dumps(obj: Any) -> bytes:
     orjson handles almost everything. The stdlib fallback covers integers beyond 64
     bits and strings holding lone surrogates (which a peer can send as ``"\\ud800"``);
     those are written as ``\\uXXXX`` escapes, so the output is always valid UTF-8.
+    The bytes returned hold their length of memory: orjson's output is copied out of
+    the larger buffer it was written into.
 
     Raises:
         TypeError: the object holds something JSON cannot represent.
         ValueError: a float that is NaN or infinite (RFC 8259 §6), or a cycle.
     """
     try:
-        return orjson.dumps(obj)
+        out = orjson.dumps(obj)
     except TypeError:
         text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
         try:
             return text.encode("utf-8")
         except UnicodeEncodeError:
             return json.dumps(obj, separators=(",", ":"), allow_nan=False).encode("ascii")
+    # orjson's output keeps the whole buffer it wrote into: 4 KiB at least, and about
+    # ten times the text's length for a long string (room for the worst escaping). A
+    # queue of messages would hold that, not their length; a copy holds its length.
+    return bytes(memoryview(out))

@@ -106,6 +106,11 @@ _FLUSH_JOIN_LIMIT = 64 * 1024
 _EAGER_WRITE_LIMIT = 64 * 1024
 """Largest frame written directly by the sending task when the writer is idle (bytes)."""
 
+LOSSY_LIMIT = 64 * 1024
+"""Bytes queued for the peer above which lossy notifications (progress, logs) are no
+longer queued: progress is coalesced (newest per token wins) and logs are counted and
+dropped until the writer catches up (:meth:`Session.notify_lossy`)."""
+
 ABORT_WAIT = 1.0
 """Seconds :meth:`Session.settle` gives aborted handlers to unwind before it answers
 for them (a handler that shields itself from cancellation)."""
@@ -264,7 +269,7 @@ class RequestContext:
             params["total"] = total
         if message is not None:
             params["message"] = message
-        self.session.notify("notifications/progress", params)
+        self.session.notify_lossy("notifications/progress", params, key=self.progress_token)
         return True
 
 
@@ -476,6 +481,12 @@ class Session:
         self._next_id = 0
         self._out: list[bytes] = []
         self._writer_busy = False
+        # Lossy notifications held back while the peer is behind: the newest per key
+        # (progress token), and counts of dropped keyless ones (logs) per method.
+        self._coalesced: dict[Any, tuple[str, Any]] = {}
+        self._dropped: dict[str, int] = {}
+        self.lossy_limit = LOSSY_LIMIT
+        """Bytes queued for the peer above which :meth:`notify_lossy` holds back."""
         self._try_send: Callable[[bytes], int] | None = getattr(send, "try_send", None)
         self._out_event = anyio.Event()
         self._closing = False
@@ -602,10 +613,71 @@ class Session:
         """Queue a notification for the peer. Never blocks; frames keep their order."""
         self._send_obj(notification(method, params))
 
+    def notify_lossy(self, method: str, params: Any = None, key: Any = None) -> bool:
+        """Queue a notification the peer may miss when it is not reading fast enough.
+
+        While at most :attr:`lossy_limit` bytes are queued it is sent like
+        :meth:`notify`. Otherwise nothing is queued: with a ``key`` (a progress token)
+        it replaces the one held for that key, which is sent when the writer catches up
+        (newest wins, so progress stays increasing); without one it is dropped and
+        counted, and when the writer catches up one ``notifications/message`` warning
+        says how many were dropped. So the queue never holds more than about
+        :attr:`lossy_limit` bytes of such notifications, however fast a tool reports,
+        and a response is never behind more than that (MCP 2025-11-25 "Progress" and
+        "Logging" leave the rate to the sender; responses are never dropped).
+
+        Returns:
+            True when it was queued at once.
+
+        Raises:
+            TypeError, ValueError: ``params`` is not JSON-serialisable (when queued).
+        """
+        held = key is not None and ("key", key) in self._coalesced
+        if not held and self._queued <= self.lossy_limit and not self._dropped:
+            self.notify(method, params)
+            return True
+        if key is not None:
+            self._coalesced.pop(("key", key), None)  # keep the newest last, in order
+            self._coalesced[("key", key)] = (method, params)
+        else:
+            self._dropped[method] = self._dropped.get(method, 0) + 1
+        self._out_event.set()  # a writer that is idle sends them now
+        return False
+
+    def forget_lossy(self, key: Any) -> None:
+        """Discard the notification held back for ``key`` (its request was answered:
+        no progress may follow the response, MCP 2025-11-25 "Progress")."""
+        if self._coalesced:
+            self._coalesced.pop(("key", key), None)
+
+    def _release_lossy(self) -> None:
+        """Queue the held-back lossy notifications and the count of dropped ones, once
+        the queue is back under :attr:`lossy_limit`."""
+        dropped, self._dropped = self._dropped, {}
+        held, self._coalesced = self._coalesced, {}
+        for method, params in held.values():
+            try:
+                self.notify(method, params)
+            except (TypeError, ValueError):
+                log.exception("%s: a %s notification is not JSON-serialisable", self.name, method)
+        for method, count in dropped.items():
+            noun = "log messages" if method == "notifications/message" else f"{method} notifications"
+            log.warning("%s: dropped %d %s: the peer was not reading", self.name, count, noun)
+            self.notify(
+                "notifications/message",
+                {
+                    "level": "warning",
+                    "logger": "toolwire",
+                    "data": f"{count} {noun} dropped: the client was not reading fast enough",
+                },
+            )
+
     async def _writer(self) -> None:
         send = self._send
         try:
             while True:
+                if (self._coalesced or self._dropped) and self._queued <= self.lossy_limit:
+                    self._release_lossy()
                 if not self._out:
                     if self._closing:
                         return
@@ -1189,6 +1261,8 @@ class Session:
         finally:
             answered = ctx._answered  # settle() answered for it already
             ctx._done = True
+            if ctx.progress_token is not None:
+                self.forget_lossy(ctx.progress_token)
             if self._in_flight.get(ctx.id) is ctx:
                 del self._in_flight[ctx.id]
             if ctx._batch is not None and not answered:
