@@ -661,7 +661,9 @@ class Session:
             except (TypeError, ValueError):
                 log.exception("%s: a %s notification is not JSON-serialisable", self.name, method)
         for method, count in dropped.items():
-            noun = "log messages" if method == "notifications/message" else f"{method} notifications"
+            noun = (
+                "log messages" if method == "notifications/message" else f"{method} notifications"
+            )
             log.warning("%s: dropped %d %s: the peer was not reading", self.name, count, noun)
             self.notify(
                 "notifications/message",
