@@ -1,10 +1,9 @@
 """End to end against the real host: protocol edge cases of issue 21 (point 6) — a bare
-JSON line on an LSP connection, ``logging/setLevel`` with a non-string level, ids of
-any length, the documented nesting limit of 1,024 levels on every decoding path."""
+JSON line on an LSP connection, ``logging/setLevel`` with a non-string level, the documented nesting limit of 1,024 levels
+on every decoding path."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -34,3 +33,26 @@ def test_set_level_with_a_non_string_level_is_invalid_params(tmp_path: Path, lev
         assert r["error"]["code"] == -32602, r
         assert "expected a string" in r["error"]["message"]
         assert h.request("logging/setLevel", {"level": "debug"})["result"] == {}
+
+
+@pytest.mark.parametrize("big_number", [False, True], ids=["orjson", "stdlib"])
+def test_nesting_limit_is_1024_levels_on_every_decoding_path(
+    tmp_path: Path, big_number: bool
+) -> None:
+    # A 20-digit integer sends the message through the stdlib decoder (orjson turns it
+    # into a float); both paths must take exactly 1,024 levels and refuse 1,025.
+    leaf = "12345678901234567890" if big_number else "1"
+
+    def ping(levels: int) -> bytes:  # envelope, params, _meta: 3 levels, then arrays
+        arrays = levels - 3
+        return b'{"jsonrpc":"2.0","id":"deep","method":"ping","params":{"_meta":{"x":%s}}}\n' % (
+            ("[" * arrays + leaf + "]" * arrays).encode()
+        )
+
+    with wire_host(tmp_path) as h:
+        h.send_raw(ping(1024))
+        assert h.recv() == {"jsonrpc": "2.0", "id": "deep", "result": {}}
+        h.send_raw(ping(1025))
+        err = h.recv()
+        assert err["id"] is None and err["error"]["code"] == -32700, err
+        assert h.request("ping")["result"] == {}

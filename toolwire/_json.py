@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from typing import Any
 
 import orjson
@@ -35,9 +36,50 @@ _LONG_DIGITS = re.compile(rb"[0-9]{19}")
 _LONG_DIGITS_STR = re.compile(r"[0-9]{19}")
 
 
+MAX_DEPTH = 1024
+"""Deepest nesting of arrays and objects accepted (protocol.md §1.3; orjson's own limit)."""
+
+
+def _stack_depth() -> int:
+    frame = sys._getframe()
+    depth = 0
+    while frame is not None:
+        depth += 1
+        frame = frame.f_back  # type: ignore[assignment]
+    return depth
+
+
+def _depth(obj: Any) -> int:
+    """Nesting depth of arrays and objects in ``obj`` (0 for a scalar), iteratively."""
+    deepest = 0
+    stack = [(obj, 1)]
+    while stack:
+        item, level = stack.pop()
+        t = type(item)
+        if t is dict or t is list:
+            deepest = max(deepest, level)
+            stack.extend((v, level + 1) for v in (item.values() if t is dict else item))
+    return deepest
+
+
 def _loads_stdlib(data: bytes | bytearray | memoryview | str) -> Any:
     text = bytes(data).decode("utf-8") if not isinstance(data, str) else data
-    return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+    # The stdlib decoder recurses once per level: give it room for MAX_DEPTH levels
+    # (the default limit of 1,000 frames, less the caller's, refused far fewer).
+    limit = sys.getrecursionlimit()
+    need = _stack_depth() + MAX_DEPTH + 64
+    if need > limit:
+        sys.setrecursionlimit(need)
+    try:
+        obj = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+    except RecursionError:
+        raise ValueError(f"nested deeper than {MAX_DEPTH} levels") from None
+    finally:
+        if need > limit:
+            sys.setrecursionlimit(limit)
+    if _depth(obj) > MAX_DEPTH:
+        raise ValueError(f"nested deeper than {MAX_DEPTH} levels")
+    return obj
 
 
 def _has_lossy_float(obj: Any) -> bool:

@@ -253,7 +253,7 @@ def _is_header_line(line: bytes) -> bool:
 def _content_length(header: bytes) -> int | None:
     length: int | None = None
     for line in header.split(b"\n"):
-        name, sep, value = line.partition(b":")
+        name, _, value = line.partition(b":")
         if not _is_header_line(line):
             # Not a header line at all: e.g. a bare JSON text sent without a header
             # block, which must be answered, not skipped as an unknown header.
