@@ -244,7 +244,7 @@ _HEADER_NAME = re.compile(rb"[ \t]*[A-Za-z0-9_-]+[ \t]*")
 _NOT_A_HEADER = "LSP header block without a valid Content-Length"
 
 
-def _is_header_line(line: bytes) -> bool:
+def _is_header_line(line: bytes | bytearray) -> bool:
     """True for a ``Name: value`` line whose name is a token."""
     name, sep, _ = line.partition(b":")
     return bool(sep) and _HEADER_NAME.fullmatch(name) is not None
