@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 PIP    := $(PY) -m pip install --quiet --prefer-binary --disable-pip-version-check
 
-.PHONY: all demo test test-unprivileged lint bench soak venv clean typecheck-tree
+.PHONY: all demo test test-unprivileged lint bench soak paused venv clean typecheck-tree
 
 all: test
 
@@ -47,6 +47,10 @@ bench: $(STAMP)
 # The soak alone (make bench runs it after the timed benchmarks): bench/soak.py.
 soak: $(STAMP)
 	$(PY) bench/soak.py
+
+# A client that reads nothing for 60 s while a tool floods (make bench runs it last).
+paused: $(STAMP)
+	$(PY) bench/paused.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache

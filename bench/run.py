@@ -980,13 +980,18 @@ def main() -> None:
     )
     p.add_argument(
         "--only",
-        choices=("all", "speed", "soak"),
+        choices=("all", "speed", "soak", "paused"),
         default="all",
-        help="run only the timed benchmarks or only the soak (bench/soak.py)",
+        help=(
+            "run only the timed benchmarks, only the soak (bench/soak.py) or only the "
+            "paused client (bench/paused.py)"
+        ),
     )
     args = p.parse_args()
     if args.only == "soak":
         sys.exit(run_soak())
+    if args.only == "paused":
+        sys.exit(run_paused())
     # Byte-compile toolwire like any installed package is (pip compiles what it installs;
     # an editable checkout under PYTHONDONTWRITEBYTECODE=1 would otherwise recompile
     # every changed module at every start), then warm the file cache.
@@ -1004,12 +1009,17 @@ def main() -> None:
     finally:
         shutil.rmtree(ROOT, ignore_errors=True)
     if args.only == "all":
-        sys.exit(run_soak())
+        sys.exit(run_soak() or run_paused())
 
 
 def run_soak() -> int:
     """The soak (bench/soak.py) with its default figures; its exit status."""
     return subprocess.run([PY, str(HERE / "soak.py")], check=False).returncode
+
+
+def run_paused() -> int:
+    """The paused client (bench/paused.py) with its default 60 s pause; its exit status."""
+    return subprocess.run([PY, str(HERE / "paused.py")], check=False).returncode
 
 
 if __name__ == "__main__":
