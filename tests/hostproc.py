@@ -107,8 +107,22 @@ class HostProcess:
         for chunk in iter(lambda: self.proc.stderr.read1(65536), b""):  # type: ignore[union-attr]
             self.stderr_chunks.append(chunk)
 
+    def _join_readers(self, timeout: float = 5.0) -> None:
+        """After the host exited: wait for the readers to collect the last of its output.
+
+        A reader ends at EOF, which comes when the host and every process that inherited
+        its pipes have closed them; ``timeout`` (seconds) bounds the wait should such a
+        process outlive the host (the output collected so far is kept).
+        """
+        for reader in (self._reader, self._err_reader):
+            reader.join(timeout)
+
     @property
     def stderr(self) -> str:
+        """The host's stderr so far; once the host has exited, all of it (the reader
+        is joined first, so no last chunk is still in flight)."""
+        if self.proc.poll() is not None and self._err_reader.is_alive():
+            self._err_reader.join(5.0)
         return b"".join(self.stderr_chunks).decode("utf-8", "replace")
 
     def recv(self, timeout: float = 10.0) -> Any:
@@ -201,15 +215,21 @@ class HostProcess:
                 self.proc.stdin.close()
 
     def wait(self, timeout: float = 5.0) -> int:
-        return self.proc.wait(timeout=timeout)
+        """Wait for the host to exit (raises subprocess.TimeoutExpired after ``timeout``
+        seconds), then for the readers to collect the rest of its output."""
+        code = self.proc.wait(timeout=timeout)
+        self._join_readers()
+        return code
 
     def close(self) -> None:
+        """Close stdin, wait for the host to exit (killed after 5 s), join the readers."""
         self.close_stdin()
         try:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+        self._join_readers()
 
     def __enter__(self) -> HostProcess:
         return self

@@ -218,45 +218,24 @@ def test_a_module_failing_to_import_on_restart_makes_its_tools_unavailable(
 # ---------------------------------------------------------------------------- cores and state
 
 
-def _pair(h: HostProcess, cpu_seconds: float, tag: str) -> tuple[float, set[str]]:
-    """Two concurrent ``burn`` calls: wall seconds for both, and the workers they ran in."""
-    start = time.monotonic()
-    for i in (1, 2):
-        h.send(call_msg(f"{tag}{i}", "burn", {"cpu_seconds": cpu_seconds}))
-    ids = set()
-    for i in (1, 2):
-        ids.add(data_of(h.recv_response(f"{tag}{i}", timeout=60)["result"])["worker_id"])
-    return time.monotonic() - start, ids
-
-
-@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="needs at least 2 cores")
 def test_two_workers_run_cpu_bound_calls_in_parallel(tmp_path: Path) -> None:
-    # Both hosts at once, measured in alternation, best round of each (up to five
-    # rounds, until the difference shows): other work on a shared machine slows both
-    # alike. One worker can never do better than 2 x cpu (its threads share one GIL);
-    # two workers on free cores take about 1 x cpu.
-    cpu = 1.0
-    walls: dict[int, list[float]] = {1: [], 2: []}
-    with (
-        worker_host(tmp_path, "process", ["--workers", "1"]) as one,
-        worker_host(tmp_path, "process", ["--workers", "2"]) as two,
-    ):
-        hosts = {1: one, 2: two}
-        for h in hosts.values():
-            _pair(h, 0.5, "warm")  # start the workers (a second one for --workers 2)
-        for n in range(5):
-            for workers, h in hosts.items():
-                wall, ids = _pair(h, cpu, f"burn{n}-")
-                assert len(ids) == workers, (workers, ids)
-                walls[workers].append(wall)
-            if min(walls[2]) < 0.8 * min(walls[1]):
-                break
-    ratio = min(walls[2]) / min(walls[1])
-    assert ratio < 0.8, (
-        f"two concurrent calls of {cpu} s CPU each: {min(walls[2]):.2f} s with --workers 2, "
-        f"{min(walls[1]):.2f} s with --workers 1 (rounds {walls}; ratio {ratio:.2f}, "
-        f"~0.5 expected on idle cores; load average {os.getloadavg()})"
-    )
+    # What makes CPU-bound calls parallel is structural: with --workers 2, two
+    # concurrent calls run in two worker processes (two interpreters, two GILs) at the
+    # same time. Each call marks its start in a shared directory and, once its CPU
+    # time is spent, burns on until it has seen the other's mark: both were running
+    # at once, however loaded the machine (a wall-clock ratio is not: at load 10 on 2
+    # cores, two processes get no more CPU than one). The speed-up on idle cores is a
+    # figure of `make bench` (bench/parallel.py).
+    with worker_host(tmp_path, "process", ["--workers", "2"]) as h:
+        h.call("burn", {"cpu_seconds": 0.01}, timeout=60)  # the first worker is up
+        meet = tmp_path / "meet"
+        meet.mkdir()
+        for i in (1, 2):
+            h.send(call_msg(f"burn{i}", "burn", {"cpu_seconds": 0.3, "meet": str(meet)}))
+        got = [data_of(h.recv_response(f"burn{i}", timeout=120)["result"]) for i in (1, 2)]
+    assert len({g["worker_id"] for g in got}) == 2, got  # two processes
+    assert all(g["met"] for g in got), got  # each saw the other running
+    assert len(list(meet.iterdir())) == 2, got
 
 
 @pytest.mark.parametrize("isolation", ISOLATIONS)

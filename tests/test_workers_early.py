@@ -227,29 +227,48 @@ def test_a_reload_under_load_never_runs_a_call_twice_or_past_a_new_hook(
                 )
                 sent.extend(range(n, n + 500))
                 n += 500
-                time.sleep(0.1)
+                # at most ~1,000 calls in flight: the host reaches the reload soon
+                while len(sent) - len(answers) > 1000 and not stop.is_set():
+                    time.sleep(0.01)
 
+        # Paced by events, not by sleeps: the new module is written once the first
+        # calls have answered, and the bursts stop once the new hook has answered one
+        # (or after two minutes, when the reload never took effect: a failure below).
         sender = threading.Thread(target=bursts)
         sender.start()
+        answers: dict[int, dict[str, Any]] = {}
+        reloaded = False
         try:
-            time.sleep(1.0)
-            replacement = tmp_path / "reloaded_tools.py.new"
-            replacement.write_text(
-                _RELOADED.format(imports=", Block, before_tool_call", hook=_NEW_HOOK)
-            )
-            replacement.replace(module)
-            time.sleep(2.0)
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                m = h.recv(timeout=30)
+                if m is None:
+                    break
+                if not (isinstance(m, dict) and isinstance(m.get("id"), int)):
+                    continue
+                if "method" in m:
+                    continue
+                answers[m["id"]] = m
+                if not reloaded:
+                    replacement = tmp_path / "reloaded_tools.py.new"
+                    replacement.write_text(
+                        _RELOADED.format(imports=", Block, before_tool_call", hook=_NEW_HOOK)
+                    )
+                    replacement.replace(module)
+                    reloaded = True
+                elif "blocked by the new hook" in json.dumps(m.get("result")):
+                    break
         finally:
             stop.set()
             sender.join()
-        answers: dict[int, dict[str, Any]] = {}
-        deadline = time.monotonic() + 60
-        while len(answers) < len(sent) and time.monotonic() < deadline:
-            m = h.recv(timeout=30)
+        deadline = time.monotonic() + 120
+        while set(sent) - set(answers) and time.monotonic() < deadline:
+            m = h.recv(timeout=60)
             if m is None:
                 break
-            if isinstance(m, dict) and m.get("id") in sent and "method" not in m:
+            if isinstance(m, dict) and isinstance(m.get("id"), int) and "method" not in m:
                 answers[m["id"]] = m
+        answers = {i: m for i, m in answers.items() if i in set(sent)}
         assert len(answers) == len(sent), h.stderr[-2000:]
     ran = collections.Counter(int(w[1:]) for w in path.read_text().split())
     blocked = {

@@ -211,9 +211,10 @@ async def unserialisable() -> ToolResult:
     return ToolResult("x", details={"obj": object()})
 
 
-@tool(timeout=0.2)
+@tool(timeout=2.0)
 async def sleepy(seconds: float, side: str) -> str:
-    """Sleep (per-tool timeout 0.2 s); write ``sleepy.cancelled`` when interrupted."""
+    """Sleep (per-tool timeout 2 s: wide enough that a ``seconds: 0`` call on a loaded
+    machine finishes well within it); write ``sleepy.cancelled`` when interrupted."""
     try:
         await anyio.sleep(seconds)
     except anyio.get_cancelled_exc_class():
@@ -229,9 +230,9 @@ async def sleep_default(seconds: float) -> str:
     return "slept"
 
 
-@tool(timeout=0.2)
+@tool(timeout=2.0)
 def sleepy_sync(seconds: float) -> str:
-    """Sleep in a worker thread (per-tool timeout 0.2 s)."""
+    """Sleep in a worker thread (per-tool timeout 2 s)."""
     time.sleep(seconds)
     return "slept"
 

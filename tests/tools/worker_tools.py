@@ -138,19 +138,35 @@ async def spin_forever(ctx: ToolContext) -> str:
 
 
 @tool
-def burn(cpu_seconds: float) -> dict[str, Any]:
+def burn(cpu_seconds: float, meet: str = "") -> dict[str, Any]:
     """Spend ``cpu_seconds`` of this thread's CPU time in a pure-Python loop.
 
     CPU time, not wall time: two calls sharing one interpreter (the GIL) take twice as
-    long on the wall clock as two calls in two processes on two cores.
+    long on the wall clock as two calls in two processes on two cores. With ``meet`` (a
+    directory), the call first creates a file named after its worker there and, after
+    its CPU time is spent, keeps burning until a file of another worker appears (60 s at
+    most): the calls are then known to have run at the same time, however slow the
+    machine. Returns the worker id, the wall seconds, and ``met``: whether another
+    worker's file was seen.
     """
     start = time.monotonic()
+    if meet:
+        (Path(meet) / WORKER_ID).touch()
     end_cpu = time.thread_time() + cpu_seconds
+    give_up = start + 60
     n = 0
-    while time.thread_time() < end_cpu:
+    met = False
+    while True:
         for _ in range(1000):
             n += 1
-    return {"worker_id": WORKER_ID, "wall": time.monotonic() - start, "loops": n}
+        if time.thread_time() < end_cpu:
+            continue
+        if meet and not met:
+            met = any(p.name != WORKER_ID for p in Path(meet).iterdir())
+            if not met and time.monotonic() < give_up:
+                continue
+        break
+    return {"worker_id": WORKER_ID, "wall": time.monotonic() - start, "loops": n, "met": met}
 
 
 @tool
