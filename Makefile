@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 PIP    := $(PY) -m pip install --quiet --prefer-binary --disable-pip-version-check
 
-.PHONY: all demo test test-unprivileged lint bench soak paused venv clean typecheck-tree
+.PHONY: all demo test test-unprivileged test-under-load mutants lint bench soak paused venv clean typecheck-tree
 
 all: test
 
@@ -21,9 +21,29 @@ demo: $(STAMP)
 
 # As root on Linux, the sandbox and escape tests run a second time as an ordinary user
 # (tests/run_unprivileged.sh says why and how); as an ordinary user, once is enough.
+# Both passes always run: the second runs even when the first failed, and the target
+# fails when either did (each prints its own summary).
 test: $(STAMP)
-	$(PY) -m pytest -q -p no:cacheprovider -n auto
-	tests/run_unprivileged.sh
+	@first=0; second=0; \
+	$(PY) -m pytest -q -p no:cacheprovider -n auto || first=$$?; \
+	tests/run_unprivileged.sh || second=$$?; \
+	echo "make test: main pass exit $$first, ordinary-user pass exit $$second"; \
+	[ $$first -eq 0 ] && [ $$second -eq 0 ]
+
+# `make test` while a CPU hog keeps every core busy: the suite must not depend on the
+# machine's speed. The hog (one busy loop per core, each bounded by `timeout`) is ended
+# by its pids when the tests end, whatever their result.
+HOG_SECONDS ?= 1800
+test-under-load: $(STAMP)
+	@token=toolwire-cpu-hog-$$$$-$$(date +%s); pids=""; \
+	for i in $$(seq $$(nproc)); do \
+	  timeout $(HOG_SECONDS) $(PYTHON) -c 'while True: pass' $$token & pids="$$pids $$!"; \
+	done; \
+	trap 'kill $$pids 2>/dev/null; wait $$pids 2>/dev/null' EXIT INT TERM; \
+	echo "test-under-load: $$(nproc) busy loops ($$token, pids$$pids)"; \
+	start=$$(date +%s); rc=0; $(MAKE) --no-print-directory test || rc=$$?; \
+	echo "test-under-load: make test exit $$rc after $$(( $$(date +%s) - start )) s, load $$(cut -d' ' -f1-3 /proc/loadavg)"; \
+	exit $$rc
 
 test-unprivileged: $(STAMP)
 	tests/run_unprivileged.sh
@@ -43,6 +63,7 @@ lint: $(STAMP) typecheck-tree
 
 bench: $(STAMP)
 	$(PY) bench/run.py
+	$(PY) bench/parallel.py
 
 # The soak alone (make bench runs it after the timed benchmarks): bench/soak.py.
 soak: $(STAMP)
