@@ -165,11 +165,13 @@ def test_a_short_timeout_fires_on_time_behind_many_long_ones() -> None:
                     await a.request("slow", timeout=600)
             assert len(a._deadlines) <= 64 + 4 * a._timed
             started = time.monotonic()
-            with pytest.raises(RequestTimeout) as e, anyio.fail_after(5):
+            with pytest.raises(RequestTimeout) as e, anyio.fail_after(60):
                 await a.request("slow", timeout=0.2)
             took = time.monotonic() - started
             assert e.value.code == REQUEST_TIMEOUT
-            assert 0.19 <= took < 1.5, took
+            # not early, and not held behind the abandoned requests' 600 s deadlines (the
+            # upper bound is wide: a loaded machine may be slow to wake the loop)
+            assert 0.19 <= took < 30, took
             hold.set()
 
     anyio.run(main)
@@ -191,17 +193,19 @@ def test_an_earlier_deadline_fires_on_time_after_a_later_one_sent_first() -> Non
                     await a.request("never", timeout=timeout)
                 fired[name] = time.monotonic() - started
 
-            with anyio.fail_after(10):
+            # The later deadline is far (60 s): the earlier one must fire while the later
+            # is still pending, however loaded the machine; then the later is given up.
+            with anyio.fail_after(120):
                 async with anyio.create_task_group() as tg:
-                    tg.start_soon(ask, "long", 1.5)
+                    tg.start_soon(ask, "long", 60)
                     await anyio.wait_all_tasks_blocked()
-                    tg.start_soon(ask, "short", 0.1)
+                    await ask("short", 0.1)
+                    tg.cancel_scope.cancel()
         return fired
 
     fired = anyio.run(main)
-    assert list(fired) == ["short", "long"]
-    assert fired["short"] < 0.8, fired
-    assert fired["long"] >= 1.5, fired
+    assert list(fired) == ["short"], fired
+    assert 0.1 <= fired["short"] < 60, fired
 
 
 def test_a_timed_out_request_is_abandoned_until_the_peer_answers() -> None:
