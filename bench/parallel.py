@@ -18,8 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.hostproc import HostProcess  # noqa: E402
-from tests.workers_support import call_msg, data_of, worker_host  # noqa: E402
+from tests.hostproc import HostProcess
+from tests.workers_support import call_msg, data_of, worker_host
 
 
 def _pair(h: HostProcess, cpu: float, tag: str) -> float:
@@ -35,17 +35,17 @@ def _pair(h: HostProcess, cpu: float, tag: str) -> float:
 def main() -> None:
     """Print the best wall time of each host and their ratio."""
     walls: dict[int, list[float]] = {1: [], 2: []}
-    with tempfile.TemporaryDirectory() as tmp:
-        with (
-            worker_host(Path(tmp), "process", ["--workers", "1"]) as one,
-            worker_host(Path(tmp), "process", ["--workers", "2"]) as two,
-        ):
-            hosts = {1: one, 2: two}
-            for h in hosts.values():
-                _pair(h, 0.5, "warm")
-            for n in range(5):
-                for workers, h in hosts.items():
-                    walls[workers].append(_pair(h, 1.0, f"burn{n}-"))
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        worker_host(Path(tmp), "process", ["--workers", "1"]) as one,
+        worker_host(Path(tmp), "process", ["--workers", "2"]) as two,
+    ):
+        hosts = {1: one, 2: two}
+        for h in hosts.values():
+            _pair(h, 0.5, "warm")
+        for n in range(5):
+            for workers, h in hosts.items():
+                walls[workers].append(_pair(h, 1.0, f"burn{n}-"))
     best1, best2 = min(walls[1]), min(walls[2])
     print(
         f"two concurrent calls of 1 s CPU: {best1:.2f} s with --workers 1, "
