@@ -61,6 +61,12 @@ lint: $(STAMP) typecheck-tree
 	$(VENV)/bin/ruff format --check .
 	cd build/typecheck && ../../$(VENV)/bin/mypy --strict --config-file ../../pyproject.toml -p toolwire
 
+# Planted one-line regressions in security- and data-critical code, applied one at a
+# time to a copy of the tree: each must turn its named tests red (tests/mutants.py
+# lists them and says how; `--list`, `--only NAME`).
+mutants: $(STAMP)
+	$(PY) tests/mutants.py
+
 bench: $(STAMP)
 	$(PY) bench/run.py
 	$(PY) bench/parallel.py
