@@ -123,6 +123,13 @@ MUTANTS: tuple[Mutant, ...] = (
         ("tests/test_rounds_state.py",),
     ),
     Mutant(
+        "coercion: null for a nullable optional parameter becomes its default",
+        "host/schema.py",
+        "                and not self._sub_valid(declared, None)\n",
+        "                and True\n",
+        ("tests/test_null_arguments_e2e.py",),
+    ),
+    Mutant(
         "paths: a sibling of the root with the root's name as prefix is inside",
         "host/paths.py",
         'return p == r or p.startswith(r.rstrip("/") + "/")',
@@ -165,6 +172,11 @@ def _make_venv(dest: Path) -> Path:
     venv = dest / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     py = venv / "bin" / "python"
+    # the host looks for ripgrep (and may look for bubblewrap) beside its interpreter
+    for tool in ("rg", "bwrap"):
+        found = Path(sys.executable).parent / tool
+        if found.exists():
+            (venv / "bin" / tool).symlink_to(found.resolve())
     purelib = subprocess.run(
         [str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
         check=True,

@@ -87,3 +87,11 @@ def test_custom_tools_follow_the_same_rule(
     resp = host.call(name, {"path": "new.txt", "content": "c", "suffix": None})
     assert resp["result"].get("isError") is not True, resp
     assert (tmp_path / "new.txt").read_text() == "c" + default
+
+
+def test_null_for_a_nullable_optional_parameter_stays_null(host: HostProcess) -> None:
+    # protocol.md §10.1: a parameter whose schema admits null receives it as it is; only
+    # a null the schema refuses counts as absent (its default applies)
+    assert text_of(host.call("nullable_note", {"note": None})) == "None"
+    assert text_of(host.call("nullable_note", {})) == "'default note'"
+    assert text_of(host.call("nullable_note", {"note": "given"})) == "'given'"

@@ -39,3 +39,9 @@ def model_save(args: SaveArgs, ctx: ToolContext) -> str:
     text = args.content + args.suffix
     Path(ctx.env.resolve(args.path)).write_text(text)
     return text
+
+
+@tool
+def nullable_note(note: str | None = "default note") -> str:
+    """Answer what ``note`` was: a null given to this nullable parameter stays null."""
+    return repr(note)
