@@ -130,6 +130,27 @@ MUTANTS: tuple[Mutant, ...] = (
         ("tests/test_null_arguments_e2e.py",),
     ),
     Mutant(
+        "commands: a timeout fires at four times its limit",
+        "host/commands.py",
+        "with anyio.move_on_after(timeout) as scope:",
+        "with anyio.move_on_after(timeout * 4) as scope:",
+        ("tests/test_commands.py::test_the_timeout_fires_at_its_limit_not_later",),
+    ),
+    Mutant(
+        "sandbox: no IPC namespace",
+        "host/sandbox.py",
+        '            "--unshare-ipc",\n',
+        '            "--die-with-parent",\n',
+        ("tests/test_sandbox_namespaces.py",),
+    ),
+    Mutant(
+        "sandbox: no UTS namespace",
+        "host/sandbox.py",
+        '            "--unshare-uts",\n',
+        '            "--die-with-parent",\n',
+        ("tests/test_sandbox_namespaces.py",),
+    ),
+    Mutant(
         "paths: a sibling of the root with the root's name as prefix is inside",
         "host/paths.py",
         'return p == r or p.startswith(r.rstrip("/") + "/")',

@@ -143,6 +143,20 @@ async def test_timeout_kills_the_tree(tmp_path: Path) -> None:
     assert wait_until_gone(arg) == []
 
 
+async def test_the_timeout_fires_at_its_limit_not_later(tmp_path: Path) -> None:
+    # The reported duration against the limit, with the cost of starting and reaping a
+    # command on this machine now (the same command that exits at once) as the margin:
+    # a timeout firing at several times its limit shows, a loaded machine does not.
+    _, quick = await run_sh("true", tmp_path)
+    limit = 2.0
+    sleep, arg = unique_sleep()
+    _, r = await run_sh(sleep, tmp_path, timeout=limit)
+    assert r.timed_out  # type: ignore[attr-defined]
+    took, base = r.duration, quick.duration  # type: ignore[attr-defined]
+    assert limit <= took < 2 * limit + 1 + 5 * base, (took, base)
+    assert wait_until_gone(arg) == []
+
+
 async def test_cancellation_kills_the_tree(tmp_path: Path) -> None:
     sleep, arg = unique_sleep()
     start = time.monotonic()
