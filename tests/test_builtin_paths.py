@@ -397,3 +397,21 @@ def test_the_running_hosts_installation_is_protected_when_the_root_holds_it() ->
     check_not_installation(root, root / "some-project-file.py", "x")
     # A root inside the prefix is not read-only as a whole.
     check_not_installation(prefix / "src" / "proj", prefix / "src" / "proj" / "a.py", "a.py")
+
+
+async def test_a_sibling_whose_name_starts_with_the_roots_is_outside(tmp_path: Path) -> None:
+    # "/x/root2" is not inside "/x/root": compared by components, not as a string prefix
+    root = tmp_path / "root"
+    root.mkdir()
+    sibling = tmp_path / "root2"
+    sibling.mkdir()
+    (sibling / "secret.txt").write_text("s")
+    (root / "ln").symlink_to(sibling / "secret.txt")
+    for name, args in [
+        ("read", {"path": "ln"}),
+        ("write", {"path": "ln", "content": "x"}),
+        ("read", {"path": str(sibling / "secret.txt")}),
+    ]:
+        r = await call(root, name, args)
+        assert is_error(r) and "outside the root" in text(r), (name, text(r))
+    assert (sibling / "secret.txt").read_text() == "s"
