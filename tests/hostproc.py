@@ -23,6 +23,10 @@ HOST_COMMAND = (sys.executable, "-P", "-m", "toolwire.host")
 """How the tests start the host: like ``host_command()``, with ``-P`` (and
 ``PYTHONSAFEPATH=1``) so the working directory is never on its import path."""
 
+RECV_TIMEOUT = 60.0
+"""Seconds a test waits for a message by default: a bound on a hang, not a speed (a
+loaded 2-core machine can take tens of seconds to start a host and answer)."""
+
 
 class HostProcess:
     """The host as a subprocess, with a background reader collecting its messages.
@@ -125,13 +129,13 @@ class HostProcess:
             self._err_reader.join(5.0)
         return b"".join(self.stderr_chunks).decode("utf-8", "replace")
 
-    def recv(self, timeout: float = 10.0) -> Any:
+    def recv(self, timeout: float = RECV_TIMEOUT) -> Any:
         """The next message (None at EOF). Raises queue.Empty on timeout."""
         if self._stash:
             return self._stash.pop(0)
         return self.messages.get(timeout=timeout)
 
-    def recv_response(self, id: Any, timeout: float = 10.0) -> dict[str, Any]:
+    def recv_response(self, id: Any, timeout: float = RECV_TIMEOUT) -> dict[str, Any]:
         """Wait for the response to ``id``; other messages are kept for later recv()."""
         for i, m in enumerate(self._stash):
             if isinstance(m, dict) and m.get("id") == id and "method" not in m:
@@ -171,7 +175,7 @@ class HostProcess:
             self.send_raw(b"Content-Length: %d\r\n\r\n" % len(body) + body)
 
     def request(
-        self, method: str, params: Any = None, *, id: Any = None, timeout: float = 10.0
+        self, method: str, params: Any = None, *, id: Any = None, timeout: float = RECV_TIMEOUT
     ) -> dict[str, Any]:
         """Send a request and wait for its response (the whole response object)."""
         if id is None:
