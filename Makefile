@@ -33,7 +33,7 @@ test: $(STAMP)
 # `make test` while a CPU hog keeps every core busy: the suite must not depend on the
 # machine's speed. The hog (one busy loop per core, each bounded by `timeout`) is ended
 # by its pids when the tests end, whatever their result.
-HOG_SECONDS ?= 1800
+HOG_SECONDS ?= 5400
 test-under-load: $(STAMP)
 	@token=toolwire-cpu-hog-$$$$-$$(date +%s); pids=""; \
 	for i in $$(seq $$(nproc)); do \
