@@ -16,7 +16,8 @@ from typing import Any
 import anyio
 
 from toolwire.errors import INVALID_PARAMS, JsonRpcError
-from toolwire.session import RequestContext, Session, progress_accepted
+from toolwire.framing import DEFAULT_MAX_MESSAGE_SIZE
+from toolwire.session import RequestContext, Session, progress_accepted, size_text
 from toolwire.streams import FdReceiveStream, FdSendStream
 
 from .arguments import ArgumentError
@@ -341,6 +342,13 @@ def serve(config: dict[str, Any], read_fd: int, write_fd: int) -> None:
             framing="ndjson",
             name="worker",
             cancel_dialect="lsp",
+        )
+        limit = int(config.get("maxMessageSize", DEFAULT_MAX_MESSAGE_SIZE))
+        session.max_reply_size = limit
+        session.oversized_reply = lambda size: JsonRpcError(
+            TOOL_ERROR,
+            f"its result is {size_text(size)}, over the {size_text(limit)} limit of a message "
+            "from a worker process (--max-message-size)",
         )
         worker.attach(session)
         await session.serve()

@@ -432,6 +432,8 @@ class WorkerProcess:
             "sysPath": workers.sys_path,
             "maxThreads": workers.max_threads,
             "logLevel": workers.log_level,
+            # What the host accepts from it (below): a larger reply becomes an error.
+            "maxMessageSize": max(workers.max_message_size, DEFAULT_MAX_MESSAGE_SIZE),
         }
         sandbox = workers.sandbox
         if sandbox is not None and sandbox.active:

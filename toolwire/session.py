@@ -82,6 +82,7 @@ __all__ = [
     "RequestHandler",
     "Session",
     "is_stray_cancellation",
+    "size_text",
 ]
 
 log = logging.getLogger("toolwire.session")
@@ -419,6 +420,14 @@ class OutboundRequest:
             session._timed -= 1
 
 
+def size_text(size: int) -> str:
+    """``size`` bytes for a message: ``64 MiB``, ``80.3 MiB`` (1 MiB and over), ``512 bytes``."""
+    if size < 1 << 20:
+        return f"{size} bytes"
+    mib = size / (1 << 20)
+    return f"{mib:.0f} MiB" if size % (1 << 20) == 0 else f"{mib:.1f} MiB"
+
+
 class Session:
     """A JSON-RPC 2.0 peer over a pair of anyio byte streams.
 
@@ -474,6 +483,12 @@ class Session:
         JSON-RPC message (a framing error, invalid JSON, an invalid message), after the
         error reply is queued; the host uses it to stop a worker process that breaks
         the protocol."""
+        self.max_reply_size: int | None = None
+        """Largest response body sent, in bytes (None: no bound); a larger one is
+        replaced by the error :attr:`oversized_reply` makes of its size, so the peer
+        never receives a frame it must refuse (a worker process bounds its replies by
+        what its host accepts)."""
+        self.oversized_reply: Callable[[int], JsonRpcError] = self._oversized
         self._refusal: Callable[[str], JsonRpcError] | None = None
         self._in_flight: dict[RequestId, RequestContext] = {}
         self._pending: dict[RequestId, _Pending] = {}
@@ -592,19 +607,43 @@ class Session:
             await self._drained.wait()
 
     def _encode_reply(self, reply: dict[str, Any]) -> bytes:
-        """Encode a response; a result JSON cannot hold becomes -32603 (traceback to the log)."""
+        """Encode a response; a result JSON cannot hold (an unknown type, NaN, a cycle,
+        nesting too deep for the encoder) becomes -32603 saying why (traceback to the
+        log), and one over :attr:`max_reply_size` the error :attr:`oversized_reply` makes."""
         try:
-            return _json.dumps(reply)
-        except (TypeError, ValueError):
+            body = _json.dumps(reply)
+        except (TypeError, ValueError, RecursionError) as exc:
             log.exception(
                 "%s: the result for request %r is not JSON-serialisable", self.name, reply.get("id")
             )
+            why = str(exc)[:200] or type(exc).__name__
             return _json.dumps(
                 error_response(
                     reply.get("id"),
-                    JsonRpcError(INTERNAL_ERROR, "Internal error: the result is not valid JSON"),
+                    JsonRpcError(
+                        INTERNAL_ERROR, f"Internal error: the result is not valid JSON ({why})"
+                    ),
                 )
             )
+        limit = self.max_reply_size
+        if limit is not None and len(body) > limit:
+            log.warning(
+                "%s: the reply to request %r is %d bytes, over the limit of %d",
+                self.name,
+                reply.get("id"),
+                len(body),
+                limit,
+            )
+            return _json.dumps(error_response(reply.get("id"), self.oversized_reply(len(body))))
+        return body
+
+    def _oversized(self, size: int) -> JsonRpcError:
+        """The default :attr:`oversized_reply`: -32603 naming the size and the limit."""
+        return JsonRpcError(
+            INTERNAL_ERROR,
+            f"Internal error: the result is {size_text(size)}, over the "
+            f"{size_text(self.max_reply_size or 0)} limit of one message",
+        )
 
     def _send_reply(self, reply: dict[str, Any]) -> None:
         self._send_body(self._encode_reply(reply))
