@@ -1,6 +1,6 @@
 """End to end against the real host: protocol edge cases of issue 21 (point 6) — a bare
 JSON line on an LSP connection, ``logging/setLevel`` with a non-string level, the documented nesting limit of 1,024 levels
-on every decoding path."""
+on every decoding path, a result nested too deep to encode."""
 
 from __future__ import annotations
 
@@ -55,4 +55,22 @@ def test_nesting_limit_is_1024_levels_on_every_decoding_path(
         h.send_raw(ping(1025))
         err = h.recv()
         assert err["id"] is None and err["error"]["code"] == -32700, err
+        assert h.request("ping")["result"] == {}
+
+
+@pytest.mark.parametrize("isolation", ["process", "none"])
+def test_a_result_nested_too_deep_to_encode_is_32603_and_the_host_serves_on(
+    tmp_path: Path, isolation: str
+) -> None:
+    # orjson stops at 255 levels and the stdlib encoder, its fallback, recursed into a
+    # RecursionError that the reply's encoding did not catch (a worker process died of
+    # it; the host itself sent no answer).
+    with wire_host(tmp_path, args=["--isolation", isolation]) as h:
+        served = h.call("deep", {"levels": 600})
+        assert served["result"]["content"][0]["text"] == "x", served
+        for levels in (5_000, 200_000):
+            r = h.call("deep", {"levels": levels}, timeout=60)
+            assert "error" in r and r["error"]["code"] == -32603, (levels, str(r)[:300])
+            assert "not valid JSON" in r["error"]["message"], r
+            assert "nested deeper than 1024 levels" in r["error"]["message"], r
         assert h.request("ping")["result"] == {}

@@ -156,17 +156,35 @@ def dumps(obj: Any) -> bytes:
 
     Raises:
         TypeError: the object holds something JSON cannot represent.
-        ValueError: a float that is NaN or infinite (RFC 8259 §6), or a cycle.
+        ValueError: a float that is NaN or infinite (RFC 8259 §6), a cycle, or nesting
+            deeper than :data:`MAX_DEPTH` levels.
     """
     try:
         out = orjson.dumps(obj)
     except TypeError:
+        return _dumps_stdlib(obj)
+    # orjson's output keeps the whole buffer it wrote into: 4 KiB at least, and about
+    # ten times the text's length for a long string (room for the worst escaping). A
+    # queue of messages would hold that, not their length; a copy holds its length.
+    return bytes(memoryview(out))
+
+
+def _dumps_stdlib(obj: Any) -> bytes:
+    """The stdlib encoder, given room for :data:`MAX_DEPTH` levels (it recurses per level;
+    orjson stops at 255). Nesting deeper than that is a ValueError, never a
+    RecursionError (a cycle is the encoder's own ValueError)."""
+    limit = sys.getrecursionlimit()
+    need = _stack_depth() + 2 * MAX_DEPTH + 64  # the encoder takes two frames a level
+    if need > limit:
+        sys.setrecursionlimit(need)
+    try:
         text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
         try:
             return text.encode("utf-8")
         except UnicodeEncodeError:
             return json.dumps(obj, separators=(",", ":"), allow_nan=False).encode("ascii")
-    # orjson's output keeps the whole buffer it wrote into: 4 KiB at least, and about
-    # ten times the text's length for a long string (room for the worst escaping). A
-    # queue of messages would hold that, not their length; a copy holds its length.
-    return bytes(memoryview(out))
+    except RecursionError:
+        raise ValueError(f"nested deeper than {MAX_DEPTH} levels") from None
+    finally:
+        if need > limit:
+            sys.setrecursionlimit(limit)

@@ -211,6 +211,15 @@ async def unserialisable() -> ToolResult:
     return ToolResult("x", details={"obj": object()})
 
 
+@tool
+async def deep(levels: int) -> ToolResult:
+    """Return details nested ``levels`` arrays deep (orjson encodes 255 at most)."""
+    nested: list[Any] = []
+    for _ in range(levels):
+        nested = [nested]
+    return ToolResult("x", details={"deep": nested})
+
+
 @tool(timeout=2.0)
 async def sleepy(seconds: float, side: str) -> str:
     """Sleep (per-tool timeout 2 s: wide enough that a ``seconds: 0`` call on a loaded
