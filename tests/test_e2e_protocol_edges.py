@@ -74,3 +74,24 @@ def test_a_result_nested_too_deep_to_encode_is_32603_and_the_host_serves_on(
             assert "not valid JSON" in r["error"]["message"], r
             assert "nested deeper than 1024 levels" in r["error"]["message"], r
         assert h.request("ping")["result"] == {}
+
+
+def test_integer_ids_round_trip_up_to_4300_digits_and_longer_ones_are_invalid_requests(
+    tmp_path: Path,
+) -> None:
+    # Python converts at most 4,300 decimal digits to an int (the conversion is
+    # quadratic): longer integer ids were refused as a -32700 "number is infinity".
+    with wire_host(tmp_path) as h:
+        for digits in ("7" * 4300, "-" + "9" * 4300):
+            h.send_raw(b'{"jsonrpc":"2.0","id":%s,"method":"ping"}\n' % digits.encode())
+            assert h.recv() == {"jsonrpc": "2.0", "id": int(digits), "result": {}}
+        for digits in ("7" * 4301, "-" + "9" * 4301, "1" * 200_000):
+            h.send_raw(b'{"jsonrpc":"2.0","id":%s,"method":"ping"}\n' % digits.encode())
+            err = h.recv()
+            assert err["id"] is None and err["error"]["code"] == -32600, err
+            message = err["error"]["message"]
+            assert f"integer of {len(digits.lstrip('-'))} digits" in message, message
+            assert "limit of 4300 digits" in message and "as a string" in message, message
+        # A string id has no such bound.
+        assert h.request("ping", id="7" * 200_000)["result"] == {}
+        assert h.request("ping")["result"] == {}

@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["JSONDecodeError", "dumps", "loads"]
+__all__ = ["MAX_INT_DIGITS", "IntegerTooLong", "JSONDecodeError", "dumps", "loads"]
 
 JSONDecodeError = ValueError
 """Raised by :func:`loads` for any input that is not one strict UTF-8 JSON text."""
@@ -30,6 +30,26 @@ def _finite_float(text: str) -> float:
     if math.isinf(value):
         raise ValueError(f"number {text} is out of range")
     return value
+
+
+MAX_INT_DIGITS = 4300
+"""Most digits of an integer read (protocol.md §2): Python's own bound on converting
+decimal text to int (``sys.get_int_max_str_digits``), whose cost grows with the square
+of the length. Longer integers are refused with :class:`IntegerTooLong`."""
+
+
+class IntegerTooLong(ValueError):
+    """A JSON text holds an integer of more than :data:`MAX_INT_DIGITS` digits."""
+
+
+def _bounded_int(text: str) -> int:
+    digits = len(text) - (text[0] == "-")
+    if digits > MAX_INT_DIGITS:
+        raise IntegerTooLong(
+            f"an integer of {digits} digits is over the limit of {MAX_INT_DIGITS} digits "
+            "(send an id that long as a string)"
+        )
+    return int(text)
 
 
 _LONG_DIGITS = re.compile(rb"[0-9]{19}")
@@ -71,7 +91,12 @@ def _loads_stdlib(data: bytes | bytearray | memoryview | str) -> Any:
     if need > limit:
         sys.setrecursionlimit(need)
     try:
-        obj = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+        obj = json.loads(
+            text,
+            parse_constant=_reject_constant,
+            parse_float=_finite_float,
+            parse_int=_bounded_int,
+        )
     except RecursionError:
         raise ValueError(f"nested deeper than {MAX_DEPTH} levels") from None
     finally:
@@ -116,6 +141,8 @@ def loads(data: bytes | bytearray | memoryview | str) -> Any:
     overflow a double are refused.
 
     Raises:
+        IntegerTooLong: an integer of more than :data:`MAX_INT_DIGITS` digits (a
+            ValueError too).
         ValueError: the input is not valid UTF-8 or not a single strict JSON text.
     """
     error: ValueError
@@ -141,6 +168,8 @@ def loads(data: bytes | bytearray | memoryview | str) -> Any:
             error = ValueError("invalid JSON")
     try:
         return _loads_stdlib(data)
+    except IntegerTooLong:
+        raise
     except (ValueError, RecursionError) as exc:
         raise ValueError(str(exc if str(error) == "invalid JSON" else error)) from None
 

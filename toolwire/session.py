@@ -1101,6 +1101,15 @@ class Session:
     def _handle_body(self, body: bytes, tg: TaskGroup) -> None:
         try:
             obj = _json.loads(body)
+        except _json.IntegerTooLong as exc:
+            # Valid JSON, but no request the host can hold (protocol.md §2): its id
+            # cannot be known, so the answer carries id null, as for any invalid request.
+            log.warning("%s: invalid request: %s", self.name, exc)
+            self._send_obj(
+                error_response(None, JsonRpcError(INVALID_REQUEST, f"Invalid Request: {exc}"))
+            )
+            self._malformed(f"Invalid Request: {exc}")
+            return
         except ValueError as exc:
             log.warning("%s: parse error: %s", self.name, exc)
             self._send_obj(error_response(None, JsonRpcError(PARSE_ERROR, f"Parse error: {exc}")))
