@@ -344,7 +344,7 @@ def serve(config: dict[str, Any], read_fd: int, write_fd: int) -> None:
             cancel_dialect="lsp",
         )
         limit = int(config.get("maxMessageSize", DEFAULT_MAX_MESSAGE_SIZE))
-        session.max_reply_size = limit
+        session.max_send_size = limit
         session.oversized_reply = lambda size: JsonRpcError(
             TOOL_ERROR,
             f"its result is {size_text(size)}, over the {size_text(limit)} limit of a message "

@@ -3,8 +3,9 @@
 A worker's messages to its host are bounded (64 MiB by default, ``--max-message-size``).
 Before the fix a tool returning more was sent whole: the host refused the frame as
 malformed, killed the worker, and the call failed with a "malformed message" text. Now
-the worker measures its encoded reply and answers an error naming the limit instead; the
-worker stays and serves the next call.
+the worker measures what it sends: a reply that large becomes an error naming the limit, a
+notification (a log message) fails the call that sent it with that error; the worker stays
+and serves the next call.
 """
 
 from __future__ import annotations
@@ -18,12 +19,18 @@ from tests.workers_support import host_args
 BIG = """
 import os
 
-from toolwire.host import tool
+from toolwire.host import ToolContext, tool
 
 @tool
 def big(mib: int) -> str:
     \"\"\"Returns ``mib`` MiB of text.\"\"\"
     return "x" * (mib << 20)
+
+@tool
+async def big_log(mib: int, ctx: ToolContext) -> str:
+    \"\"\"Logs ``mib`` MiB of text.\"\"\"
+    await ctx.log("debug", "x" * (mib << 20))
+    return "logged"
 
 @tool
 def pid() -> str:
@@ -53,6 +60,12 @@ def test_a_result_over_the_message_limit_is_an_error_naming_it(tmp_path: Path) -
         assert "80.0 MiB" in text and "64 MiB limit" in text, text
         assert "malformed" not in text, text
         # The worker lives: the next call is served by the same process.
+        assert _text(h.call("pid", {})) == before, h.stderr
+        # A log message over the limit fails the call that sent it, naming the limit.
+        resp = h.call("big_log", {"mib": 80}, timeout=120)
+        text = _text(resp)
+        assert resp["result"].get("isError") is True, text[:300]
+        assert "80.0 MiB" in text and "64 MiB limit" in text, text
         assert _text(h.call("pid", {})) == before, h.stderr
         # A result under the limit still arrives whole.
         small = h.call("big", {"mib": 1}, timeout=60)

@@ -483,11 +483,12 @@ class Session:
         JSON-RPC message (a framing error, invalid JSON, an invalid message), after the
         error reply is queued; the host uses it to stop a worker process that breaks
         the protocol."""
-        self.max_reply_size: int | None = None
-        """Largest response body sent, in bytes (None: no bound); a larger one is
-        replaced by the error :attr:`oversized_reply` makes of its size, so the peer
-        never receives a frame it must refuse (a worker process bounds its replies by
-        what its host accepts)."""
+        self.max_send_size: int | None = None
+        """Largest message body sent, in bytes (None: no bound), so the peer never
+        receives a frame it must refuse (a worker process bounds what it sends by what
+        its host accepts). A larger response is replaced by the error
+        :attr:`oversized_reply` makes of its size; a larger notification or request is
+        a ValueError of :meth:`notify` / :meth:`request`, naming the size and limit."""
         self.oversized_reply: Callable[[int], JsonRpcError] = self._oversized
         self._refusal: Callable[[str], JsonRpcError] | None = None
         self._in_flight: dict[RequestId, RequestContext] = {}
@@ -543,8 +544,16 @@ class Session:
     # ----------------------------------------------------------------- output
 
     def _send_obj(self, obj: Any) -> None:
-        """Queue one message. Raises TypeError/ValueError when it is not JSON-serialisable."""
-        self._send_body(_json.dumps(obj))
+        """Queue one message. Raises TypeError/ValueError when it is not JSON-serialisable,
+        ValueError when it is over :attr:`max_send_size`."""
+        body = _json.dumps(obj)
+        limit = self.max_send_size
+        if limit is not None and len(body) > limit:
+            raise ValueError(
+                f"the message is {size_text(len(body))}, over the {size_text(limit)} "
+                "limit of one message"
+            )
+        self._send_body(body)
 
     def _send_body(self, body: bytes) -> None:
         # Nothing queued, the writer idle, no other request under way: a small frame is
@@ -609,7 +618,7 @@ class Session:
     def _encode_reply(self, reply: dict[str, Any]) -> bytes:
         """Encode a response; a result JSON cannot hold (an unknown type, NaN, a cycle,
         nesting too deep for the encoder) becomes -32603 saying why (traceback to the
-        log), and one over :attr:`max_reply_size` the error :attr:`oversized_reply` makes."""
+        log), and one over :attr:`max_send_size` the error :attr:`oversized_reply` makes."""
         try:
             body = _json.dumps(reply)
         except (TypeError, ValueError, RecursionError) as exc:
@@ -625,7 +634,7 @@ class Session:
                     ),
                 )
             )
-        limit = self.max_reply_size
+        limit = self.max_send_size
         if limit is not None and len(body) > limit:
             log.warning(
                 "%s: the reply to request %r is %d bytes, over the limit of %d",
@@ -642,7 +651,7 @@ class Session:
         return JsonRpcError(
             INTERNAL_ERROR,
             f"Internal error: the result is {size_text(size)}, over the "
-            f"{size_text(self.max_reply_size or 0)} limit of one message",
+            f"{size_text(self.max_send_size or 0)} limit of one message",
         )
 
     def _send_reply(self, reply: dict[str, Any]) -> None:
@@ -669,7 +678,8 @@ class Session:
             True when it was queued at once.
 
         Raises:
-            TypeError, ValueError: ``params`` is not JSON-serialisable (when queued).
+            TypeError, ValueError: ``params`` is not JSON-serialisable, or the message is over
+                :attr:`max_send_size` (when queued).
         """
         held = key is not None and ("key", key) in self._coalesced
         if not held and self._queued <= self.lossy_limit and not self._dropped:
@@ -835,7 +845,8 @@ class Session:
 
         Raises:
             JsonRpcError: -32000 when the connection is closing.
-            TypeError, ValueError: ``params`` is not JSON-serialisable.
+            TypeError, ValueError: ``params`` is not JSON-serialisable, or the message is over
+                :attr:`max_send_size`.
         """
         if self._closing:
             raise JsonRpcError(CONNECTION_CLOSED, "Connection closed")
