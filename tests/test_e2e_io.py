@@ -184,8 +184,10 @@ def test_concurrent_large_replies_and_notifications_never_interleave(
             for m in h.drain()
             if isinstance(m, dict) and m.get("method") == "notifications/progress"
         ]
-        assert len(notes) == 20 * 20
+        # While the writer is behind (2 MB of replies queued), progress is coalesced to
+        # the newest report per token (protocol.md §6): fewer may arrive, never out of
+        # order, never a value that was not reported, every one a whole frame.
+        assert len(notes) <= 20 * 20
         for i in range(20):
-            assert [
-                n["params"]["progress"] for n in notes if n["params"]["progressToken"] == i
-            ] == list(range(1, 21))
+            seen = [n["params"]["progress"] for n in notes if n["params"]["progressToken"] == i]
+            assert seen == sorted(set(seen)) and set(seen) <= set(range(1, 21)), (i, seen)
