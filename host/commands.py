@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from .procs import supervised
+from .procs import stat_fields, supervised
 from .results import ToolError
 from .sandbox import Sandbox, WrappedCommand, child_pid_from_info
 
@@ -179,7 +179,7 @@ def _environ(pid: int) -> bytes | None:
 def _may_exec(pid: int) -> bool:
     """False for what never shows an environment: a kernel thread (kthreadd, pid 2, and
     its children), a zombie, a process already gone."""
-    fields = _stat_fields(pid)
+    fields = stat_fields(pid)
     return (
         pid != 2
         and fields is not None
@@ -187,17 +187,6 @@ def _may_exec(pid: int) -> bool:
         and fields[0] not in (b"Z", b"X")
         and fields[1] != b"2"
     )
-
-
-def _stat_fields(pid: int) -> list[bytes] | None:
-    """The fields of ``/proc/<pid>/stat`` after the command name (state first, then the
-    parent's pid), or None when the process is gone."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except OSError:
-        return None
-    return stat[stat.rfind(b")") + 2 :].split()
 
 
 def kill_marked(marker: str, exclude: Sequence[int] = ()) -> set[int]:
@@ -217,7 +206,7 @@ def kill_marked(marker: str, exclude: Sequence[int] = ()) -> set[int]:
 
 def _alive(pid: int) -> bool:
     """True while ``pid`` exists and is not a zombie."""
-    fields = _stat_fields(pid)
+    fields = stat_fields(pid)
     return fields is not None and (not fields or fields[0] not in (b"Z", b"X"))
 
 

@@ -19,6 +19,7 @@ from collections.abc import Iterable
 
 import anyio
 
+from .procs import stat_fields
 from .workerwire import HEARTBEAT
 
 __all__ = [
@@ -51,12 +52,7 @@ def stopped(pids: Iterable[int]) -> int | None:
     for pid in pids:
         if pid <= 0:
             continue
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        rest = stat.rpartition(b")")[2].split()
+        rest = stat_fields(pid)
         if rest and rest[0] in (b"T", b"t"):
             return pid
     return None

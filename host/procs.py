@@ -44,6 +44,19 @@ def set_subreaper() -> bool:
         return False
 
 
+def stat_fields(pid: int | str) -> list[bytes] | None:
+    """The fields of ``/proc/<pid>/stat`` after the command name (state first, then the
+    parent's pid; proc(5)), or None when the process is gone or unreadable. The name is
+    parenthesised and may hold spaces and parentheses, so the fields start after the
+    last ``)``."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    return stat[stat.rfind(b")") + 2 :].split()
+
+
 def _children_map() -> dict[int, list[int]]:
     children: dict[int, list[int]] = {}
     try:
@@ -53,14 +66,8 @@ def _children_map() -> dict[int, list[int]]:
     for entry in entries:
         if not entry.isdigit():
             continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        # Field 4 (ppid) follows the parenthesised command name, which may hold spaces.
-        rest = stat[stat.rfind(b")") + 2 :].split()
-        if len(rest) < 2:
+        rest = stat_fields(entry)
+        if rest is None or len(rest) < 2:
             continue
         children.setdefault(int(rest[1]), []).append(int(entry))
     return children
