@@ -234,24 +234,29 @@ async def test_a_provider_that_raises_ends_the_run_with_an_error_message(tmp_pat
 async def test_results_come_in_source_order_paired_by_id_while_calls_overlap(
     tmp_path: Path, path: str
 ) -> None:
-    """The first call waits for a file only the second call writes: they must overlap."""
-    door = tmp_path / "door"
+    """The first call waits for a file the test writes only once the second call has
+    ended: they must overlap, and the ends come in completion order (not source order)."""
+    door, mark_file = tmp_path / "door", tmp_path / "marked"
     provider = ScriptedProvider(
         [
             calls(
                 ("call_slow", "gate", {"path": str(door)}),
-                ("call_fast", "mark", {"path": str(door)}),
+                ("call_fast", "mark", {"path": str(mark_file)}),
             ),
             AssistantMessage("done"),
         ]
     )
+    events: list[AgentEvent] = []
     async with host(tmp_path, path) as c:
-        run = run_agent(provider, c, user())
-        events = await run.events()
+        async with run_agent(provider, c, user()) as run:
+            async for event in run:
+                events.append(event)
+                if isinstance(event, ToolExecutionEnd) and event.call_id == "call_fast":
+                    door.write_text("open")
     results = [m for m in run.messages if isinstance(m, ToolResultMessage)]
     assert [(r.tool_call_id, r.tool_name, r.text) for r in results] == [
         ("call_slow", "gate", "opened"),
-        ("call_fast", "mark", f"marked {door}"),
+        ("call_fast", "mark", f"marked {mark_file}"),
     ]
     ends = [e.call_id for e in events if isinstance(e, ToolExecutionEnd)]
     assert ends == ["call_fast", "call_slow"]  # completion order
