@@ -247,12 +247,11 @@ async def test_results_come_in_source_order_paired_by_id_while_calls_overlap(
         ]
     )
     events: list[AgentEvent] = []
-    async with host(tmp_path, path) as c:
-        async with run_agent(provider, c, user()) as run:
-            async for event in run:
-                events.append(event)
-                if isinstance(event, ToolExecutionEnd) and event.call_id == "call_fast":
-                    door.write_text("open")
+    async with host(tmp_path, path) as c, run_agent(provider, c, user()) as run:
+        async for event in run:
+            events.append(event)
+            if isinstance(event, ToolExecutionEnd) and event.call_id == "call_fast":
+                door.write_text("open")
     results = [m for m in run.messages if isinstance(m, ToolResultMessage)]
     assert [(r.tool_call_id, r.tool_name, r.text) for r in results] == [
         ("call_slow", "gate", "opened"),
