@@ -40,7 +40,6 @@ def test_invalid_ids_are_invalid_requests(id: Any) -> None:
         {"jsonrpc": "2.0", "id": 1, "method": 5},
         {"jsonrpc": "2.0", "id": 1, "method": "ping", "params": "x"},
         {"jsonrpc": "2.0", "id": 1, "method": "ping", "params": 3},
-        {"jsonrpc": "2.0", "id": 1, "method": "ping", "params": None},
         {"jsonrpc": "2.0", "id": 1},  # neither method nor result
     ],
 )
@@ -55,6 +54,13 @@ def test_invalid_requests_keep_a_usable_id(obj: dict[str, Any]) -> None:
 @pytest.mark.parametrize("obj", [1, "x", None, True, [1]])
 def test_non_objects_are_invalid(obj: Any) -> None:
     assert isinstance(classify(obj), Invalid)
+
+
+def test_null_params_count_as_absent() -> None:
+    req = classify({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": None})
+    assert isinstance(req, Request) and req.params is None
+    note = classify({"jsonrpc": "2.0", "method": "exit", "params": None})
+    assert isinstance(note, Notification) and note.params is None
 
 
 def test_notifications_and_responses() -> None:

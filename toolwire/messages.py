@@ -21,6 +21,7 @@ __all__ = [
     "RequestId",
     "Response",
     "classify",
+    "empty_or_object",
     "error_response",
     "is_valid_id",
     "notification",
@@ -33,7 +34,7 @@ RequestId = str | int
 
 
 class Request(Record):
-    """A call expecting a response. ``params`` is None when the member was absent."""
+    """A call expecting a response. ``params`` is None when the member was absent or null."""
 
     __slots__ = __match_args__ = ("id", "method", "params")
 
@@ -95,7 +96,9 @@ def classify(obj: Any) -> Message | Invalid:
 
     Rules (JSON-RPC 2.0 §4, §5): ``jsonrpc`` must be exactly ``"2.0"``; a request's
     ``method`` is a string; ``id`` is a string or integer (null and fractional ids are
-    refused with -32600); ``params``, when present, is an object or array. A response
+    refused with -32600); ``params``, when present, is an object or array; ``"params": null`` counts as
+    absent (clients send it for "no params"; JSON-RPC 2.0 §4.2 makes the member
+    optional, and null carries no argument), for requests and notifications alike. A response
     (no ``method``; ``result`` or ``error``) carries ``id`` and exactly one of
     ``result`` / ``error``; a malformed one is typed as a :class:`Response` with an
     error, never as :class:`Invalid`, because responses are never answered.
@@ -115,11 +118,6 @@ def classify(obj: Any) -> Message | Invalid:
             return Invalid(good_id, JsonRpcError(INVALID_REQUEST, '"method" must be a string'))
         params = obj.get("params")
         if params is not None and type(params) is not dict and type(params) is not list:
-            return Invalid(
-                good_id,
-                JsonRpcError(INVALID_REQUEST, '"params" must be an object or an array'),
-            )
-        if "params" in obj and params is None:
             return Invalid(
                 good_id,
                 JsonRpcError(INVALID_REQUEST, '"params" must be an object or an array'),
@@ -157,6 +155,22 @@ def _response(obj: dict[str, Any], id: RequestId | None) -> Response:
             None, None, JsonRpcError(INVALID_REQUEST, "Malformed response: missing or invalid id")
         )
     return Response(id, obj["result"], None)
+
+
+def empty_or_object(value: Any) -> dict[str, Any] | None:
+    """A member that must be a JSON object (a call's ``arguments``), as one.
+
+    Returns ``value`` itself when it is an object, ``{}`` when it is absent (None) or an
+    *empty* array (Neovim's Lua encodes an empty table as ``[]``, so ``[]`` is what such
+    a client sends for "no arguments"), and None for anything else (a non-empty array, a
+    string, a number), which the caller refuses.
+    """
+    t = type(value)
+    if t is dict:
+        return value  # type: ignore[no-any-return]
+    if value is None or (t is list and not value):
+        return {}
+    return None
 
 
 def request(id: RequestId, method: str, params: Any = None) -> dict[str, Any]:
