@@ -38,7 +38,7 @@ from .constants import (
     TERMINATE_META_KEY,
 )
 from .errors import INVALID_PARAMS, JsonRpcError
-from .messages import RequestId, is_valid_id
+from .messages import RequestId, empty_or_object, is_valid_id
 
 __all__ = [
     "APPROVAL_CAPABILITY",
@@ -167,10 +167,8 @@ def parse_call_batch(params: Any) -> CallBatchRequest:
         name = entry.get("name")
         if type(name) is not str:
             raise JsonRpcError(INVALID_PARAMS, f"calls[{i}].name must be a string")
-        arguments = entry.get("arguments")
+        arguments = empty_or_object(entry.get("arguments"))  # [] counts as {}
         if arguments is None:
-            arguments = {}
-        elif type(arguments) is not dict:
             malformed.add(i)
             arguments = {}
         out.append(BatchCall(call_id, name, arguments))
