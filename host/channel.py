@@ -6,7 +6,8 @@
 * :class:`CallChannel` itself: no client (a tool run directly, in tests or embedded):
   progress and log go nowhere, asking raises :class:`~toolwire.host.results.ToolError`;
 * :class:`LegacyChannel`: a 2025-11-25 ``tools/call`` (progress on the request's token,
-  log at the level set with ``logging/setLevel``, server→client requests to ask);
+  and as LSP ``$/progress`` on its ``workDoneToken``: :class:`WorkDoneProgress`; log at
+  the level set with ``logging/setLevel``, server→client requests to ask);
 * :class:`ModernChannel`: a 2026-07-28 ``tools/call`` (log only when the request asked
   for it, questions become input requests of an input-required result);
 * a call of a batch wraps one of these (``host/batch.py``): its progress becomes
@@ -15,12 +16,12 @@
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from toolwire.errors import JsonRpcError
 from toolwire.messages import RequestId
 from toolwire.modern import INPUT_METHODS, Envelope
-from toolwire.session import RequestContext, Session
+from toolwire.session import RequestContext, Session, progress_accepted
 
 from .results import ToolError
 from .rounds import InputRound, call_key
@@ -33,6 +34,7 @@ __all__ = [
     "LegacyPeer",
     "ModernCall",
     "ModernChannel",
+    "WorkDoneProgress",
     "askable",
     "log_params",
 ]
@@ -130,27 +132,117 @@ class LegacyPeer(Protocol):
     def send_log(self, level: str, data: Any, logger: str | None = None) -> None: ...
 
 
+WORK_DONE_PROGRESS = "$/progress"
+"""The LSP 3.17 progress notification: ``{token, value}``."""
+
+
+class WorkDoneProgress:
+    """LSP 3.17 "Work Done Progress" on a token the client sent (``workDoneToken`` in a
+    request's params): ``$/progress {token, value}`` where ``value`` is, in this order,
+    one ``{kind: "begin", title}``, any number of ``{kind: "report", message?,
+    percentage?}`` and one ``{kind: "end"}``; nothing after the end. ``percentage`` (an
+    integer 0–100, never going down) is sent when the tool gives a total.
+
+    Reports are lossy like MCP progress (:meth:`Session.notify_lossy`: only the newest
+    is held while the client is behind, and it is discarded at the end); ``begin`` and
+    ``end`` are never dropped, so the end always comes last.
+
+    Args:
+        session: the connection.
+        token: the client's token (a string or an integer).
+        title: what the work is (the tool's name).
+    """
+
+    __slots__ = ("_key", "_last", "_percentage", "_session", "_state", "title", "token")
+
+    def __init__(self, session: Session, token: RequestId, title: str) -> None:
+        self._session = session
+        self.token = token
+        self.title = title
+        self._key = ("workDone", token)
+        self._state: Literal["new", "running", "ended"] = "new"
+        self._last: float | None = None
+        self._percentage = 0
+
+    def _send(self, value: dict[str, Any]) -> None:
+        self._session.notify(WORK_DONE_PROGRESS, {"token": self.token, "value": value})
+
+    def begin(self) -> None:
+        """Send ``begin`` (once; nothing after :meth:`end`)."""
+        if self._state != "new":
+            return
+        self._state = "running"
+        self._send({"kind": "begin", "title": self.title})
+
+    def report(self, progress: float, total: float | None, message: str | None) -> None:
+        """Send a ``report`` (after ``begin``); dropped when ``progress`` does not exceed
+        the last one or is not finite (as MCP progress is), or after the end."""
+        if self._state == "ended" or not progress_accepted(self._last, progress, total):
+            return
+        self.begin()
+        self._last = progress
+        value: dict[str, Any] = {"kind": "report"}
+        if message is not None:
+            value["message"] = message
+        if total is not None and total > 0:
+            share = int(min(100.0, max(0.0, progress * 100.0 / total)))
+            self._percentage = max(self._percentage, share)
+            value["percentage"] = self._percentage
+        self._session.notify_lossy(
+            WORK_DONE_PROGRESS, {"token": self.token, "value": value}, key=self._key
+        )
+
+    def end(self) -> None:
+        """Send ``end`` (once, after ``begin``), dropping a report still held back."""
+        if self._state == "ended":
+            return
+        self.begin()
+        self._state = "ended"
+        self._session.forget_lossy(self._key)
+        self._send({"kind": "end"})
+
+
 class LegacyChannel(CallChannel):
     """The channel of a 2025-11-25 ``tools/call``.
 
     Args:
         request: the ``tools/call`` request (its progress token).
         peer: the connection: its session, the ``initialize`` capabilities, the log level.
+        work_done: the LSP progress of a call that carried a ``workDoneToken``; the
+            caller sends its ``begin`` when the call starts and its ``end``
+            (:meth:`end_work`) when the call is over.
     """
 
-    __slots__ = ("_peer", "_request")
+    __slots__ = ("_peer", "_request", "work_done")
 
-    def __init__(self, request: RequestContext | None, peer: LegacyPeer) -> None:
+    def __init__(
+        self,
+        request: RequestContext | None,
+        peer: LegacyPeer,
+        work_done: WorkDoneProgress | None = None,
+    ) -> None:
         self._request = request
         self._peer = peer
+        self.work_done = work_done
 
     @property
     def client_capabilities(self) -> dict[str, Any]:
         return self._peer.client_capabilities
 
     def progress(self, progress: float, total: float | None, message: str | None) -> None:
-        if self._request is not None:
-            self._request.report_progress(progress, total, message)
+        request = self._request
+        if request is not None:
+            request.report_progress(progress, total, message)
+        work_done = self.work_done
+        if work_done is not None and request is not None and request.cancelled_by is None:
+            work_done.report(progress, total, message)
+
+    def end_work(self) -> None:
+        """The call is over: send the LSP ``end`` of its work done progress (not after an
+        MCP cancellation, which means nothing more is sent for the request)."""
+        request = self._request
+        if self.work_done is not None and (request is None or request.cancelled_by != "mcp"):
+            self.work_done.end()
 
     def log(self, level: str, data: Any, logger: str | None) -> None:
         self._peer.send_log(level, data, logger)

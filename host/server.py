@@ -5,7 +5,8 @@ Methods served (see protocol.md for params, results and errors):
 ``logging/setLevel``, ``shutdown``; notifications ``notifications/initialized``,
 ``initialized``, ``exit``, and the two cancellation dialects handled by the session.
 The host sends ``toolwire/approve`` requests to clients that declared the approval
-capability, when the approval policy marks a call.
+capability, when the approval policy marks a call, and LSP ``$/progress`` for a call
+carrying ``workDoneToken`` from a client speaking LSP.
 """
 
 from __future__ import annotations
@@ -23,18 +24,27 @@ from toolwire.errors import (
     JsonRpcError,
 )
 from toolwire.extensions import CALL_BATCH, ApprovalDecision, declares_approval
+from toolwire.messages import empty_or_object, is_valid_id
 from toolwire.session import (
     ABORT_WAIT,
     PARAMS_NOT_AN_OBJECT,
     Deferred,
     RequestContext,
+    RequestHandler,
     Session,
 )
 
 from .approval import ApprovalPolicy, HostDenial, approve_call
 from .arguments import ArgumentError
 from .batch import run_batch
-from .channel import LOG_LEVELS, LegacyChannel, ModernCall, ModernChannel, log_params
+from .channel import (
+    LOG_LEVELS,
+    LegacyChannel,
+    ModernCall,
+    ModernChannel,
+    WorkDoneProgress,
+    log_params,
+)
 from .context import ExecEnv, ToolContext
 from .definition import Tool
 from .executor import Executor
@@ -99,6 +109,15 @@ class HostServer:
         self.client_capabilities: dict[str, Any] = {}
         self.protocol_version: str | None = None
         self.initialized = False
+        self.lsp_initialize = False
+        """True after an LSP ``initialize`` (see :attr:`speaks_lsp`)."""
+        self.legacy_spoken = False
+        """True once the client made a request in MCP 2025-11-25 (one without the
+        2026-07-28 envelope, ``initialize`` included): only then does the connection get
+        notifications tied to no request (host log records, the count of dropped ones).
+        MCP 2026-07-28 allows ``notifications/message`` only for a request that asked for
+        it, before its response ("Logging"), and list changes only on a
+        ``subscriptions/listen`` stream."""
         self.shutdown_requested = False
         self.exit_code: int | None = None
         self._exit_deadline: float | None = None
@@ -113,7 +132,8 @@ class HostServer:
     def attach(self, session: Session) -> None:
         """Register this server's handlers on ``session``."""
         self.session = session
-        session.request_router = self.modern.route  # MCP 2026-07-28 requests (host/modern.py)
+        session.request_router = self._route
+        session.unsolicited = lambda: self.legacy_spoken
         session.inline_request_handlers.update(
             {
                 "initialize": self._initialize,
@@ -134,6 +154,15 @@ class HostServer:
             }
         )
 
+    def _route(self, method: str, params: Any) -> RequestHandler | None:
+        """The session's request router: MCP 2026-07-28 requests go to
+        :class:`~.modern.ModernServer`; any other request is served in 2025-11-25,
+        which tells the host the client speaks that revision (:attr:`legacy_spoken`)."""
+        handler = self.modern.route(method, params)
+        if handler is None:
+            self.legacy_spoken = True
+        return handler
+
     # ------------------------------------------------------------------ lifecycle
 
     def _initialize(self, params: Any, ctx: RequestContext) -> dict[str, Any]:
@@ -145,6 +174,7 @@ class HostServer:
         self.client_capabilities = caps if isinstance(caps, dict) else {}
         info = params.get("clientInfo")
         self.client_info = info if isinstance(info, dict) else None
+        self.lsp_initialize = "processId" in params
         log.info(
             "initialize from %s (protocol %s → %s)",
             (self.client_info or {}).get("name", "unknown client"),
@@ -247,8 +277,14 @@ class HostServer:
     def send_log(self, level: str, data: Any, logger: str | None = None) -> None:
         """Send ``notifications/message`` when ``level`` meets the client's threshold
         (dropped, and counted, while the client is behind in reading:
-        :meth:`~toolwire.session.Session.notify_lossy`)."""
-        if self.session is None or LOG_LEVELS.get(level, 0) < self.log_level:
+        :meth:`~toolwire.session.Session.notify_lossy`). Nothing is sent before the
+        client spoke 2025-11-25 (:attr:`legacy_spoken`): a 2026-07-28 client gets log
+        records only for its requests that asked (:class:`~.channel.ModernCall`)."""
+        if (
+            self.session is None
+            or not self.legacy_spoken
+            or LOG_LEVELS.get(level, 0) < self.log_level
+        ):
             return
         self.session.notify_lossy("notifications/message", log_params(level, data, logger))
 
@@ -298,20 +334,47 @@ class HostServer:
             # Sent to its worker as it was read (_start_early), after the preflight it
             # had then: it runs as the registry and hooks were at that moment, like a
             # call in flight across a reload, and is never sent twice.
-            return await self.pipeline.execute(early)
+            try:
+                return await self.pipeline.execute(early)
+            finally:
+                if isinstance(early.ctx.channel, LegacyChannel):
+                    early.ctx.channel.end_work()
         tool = self.registry.get(name)
         if tool is None:
             raise JsonRpcError(INVALID_PARAMS, f"Unknown tool: {name}", {"name": name})
-        arguments = params.get("arguments")
+        arguments = empty_or_object(params.get("arguments"))  # [] counts as {}
         if arguments is None:
-            arguments = {}
-        elif type(arguments) is not dict:
             raise JsonRpcError(INVALID_PARAMS, "'arguments' must be an object")
-        channel = (
-            LegacyChannel(rctx, self) if modern is None else ModernChannel(rctx, modern, rctx.id)
-        )
+        if modern is not None:
+            ctx = ToolContext(rctx.id, name, self.env, ModernChannel(rctx, modern, rctx.id))
+            return await self.pipeline.run(tool, IncomingCall(rctx.id, name, arguments), ctx)
+        channel = self._legacy_channel(rctx, params, name)
         ctx = ToolContext(rctx.id, name, self.env, channel)
-        return await self.pipeline.run(tool, IncomingCall(rctx.id, name, arguments), ctx)
+        if channel.work_done is not None:
+            channel.work_done.begin()
+        try:
+            return await self.pipeline.run(tool, IncomingCall(rctx.id, name, arguments), ctx)
+        finally:
+            channel.end_work()
+
+    def _legacy_channel(
+        self, rctx: RequestContext, params: dict[str, Any], name: str
+    ) -> LegacyChannel:
+        """The channel of a 2025-11-25 call; with LSP progress (``$/progress``, not
+        begun yet) when the call carries LSP's ``workDoneToken`` and the client speaks
+        LSP (:attr:`speaks_lsp`)."""
+        token = params.get("workDoneToken")
+        work_done = None
+        if is_valid_id(token) and self.speaks_lsp:
+            work_done = WorkDoneProgress(rctx.session, token, name)
+        return LegacyChannel(rctx, self, work_done)
+
+    @property
+    def speaks_lsp(self) -> bool:
+        """True when the client speaks LSP: Content-Length framing, or an LSP
+        ``initialize`` (one carrying ``processId``, which LSP 3.17 requires)."""
+        session = self.session
+        return self.lsp_initialize or (session is not None and session.framing == "lsp")
 
     def _start_early(self, rctx: RequestContext, params: Any) -> None:
         """As a ``tools/call`` is read (:attr:`Session.on_request`): when its tool runs in
@@ -339,21 +402,22 @@ class HostServer:
             return
         if self.approval.active and self.approval.needs_approval(tool):
             return
-        arguments = params.get("arguments")
+        arguments = empty_or_object(params.get("arguments"))
         if arguments is None:
-            arguments = {}
-        elif type(arguments) is not dict:
             return
         try:
             checked = tool.check(arguments)
             kwargs = checked.kwargs()
         except ArgumentError:
             return  # the request reports it
-        ctx = ToolContext(rctx.id, tool.name, self.env, LegacyChannel(rctx, self))
+        channel = self._legacy_channel(rctx, params, tool.name)
+        ctx = ToolContext(rctx.id, tool.name, self.env, channel)
         timeout = tool.timeout if tool.timeout is not None else self.executor.default_timeout
         flight = tool.early_start(checked.arguments, ctx, timeout)
         if flight is None:
-            return
+            return  # it runs in its turn, with a channel of its own
+        if channel.work_done is not None:
+            channel.work_done.begin()
         ctx._early = flight
         call = IncomingCall(rctx.id, tool.name, arguments)
         rctx.early = Prepared(tool, call, ctx, checked.arguments, kwargs)

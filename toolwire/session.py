@@ -501,6 +501,10 @@ class Session:
         # (progress token), and counts of dropped keyless ones (logs) per method.
         self._coalesced: dict[Any, tuple[str, Any]] = {}
         self._dropped: dict[str, int] = {}
+        self.unsolicited: Callable[[], bool] | None = None
+        """Whether the peer may now get a notification tied to no request (the count of
+        dropped lossy ones); None: always. MCP 2026-07-28 sends ``notifications/message``
+        only for a request that asked, so a host serving only that revision says no."""
         self.lossy_limit = LOSSY_LIMIT
         """Bytes queued for the peer above which :meth:`notify_lossy` holds back."""
         self._try_send: Callable[[bytes], int] | None = getattr(send, "try_send", None)
@@ -669,10 +673,11 @@ class Session:
         it replaces the one held for that key, which is sent when the writer catches up
         (newest wins, so progress stays increasing); without one it is dropped and
         counted, and when the writer catches up one ``notifications/message`` warning
-        says how many were dropped. So the queue never holds more than about
-        :attr:`lossy_limit` bytes of such notifications, however fast a tool reports,
-        and a response is never behind more than that (MCP 2025-11-25 "Progress" and
-        "Logging" leave the rate to the sender; responses are never dropped).
+        says how many were dropped (if :attr:`unsolicited` allows; always logged). So
+        the queue never holds more than about :attr:`lossy_limit` bytes of such
+        notifications, however fast a tool reports, and a response is never behind more
+        than that (MCP 2025-11-25 "Progress" and "Logging" leave the rate to the sender;
+        responses are never dropped).
 
         Returns:
             True when it was queued at once.
@@ -714,6 +719,8 @@ class Session:
                 "log messages" if method == "notifications/message" else f"{method} notifications"
             )
             log.warning("%s: dropped %d %s: the peer was not reading", self.name, count, noun)
+            if self.unsolicited is not None and not self.unsolicited():
+                continue
             self.notify(
                 "notifications/message",
                 {
