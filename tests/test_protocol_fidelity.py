@@ -398,3 +398,53 @@ def test_stdin_closed_without_exit_ends_the_host_and_its_workers(tmp_path: Path)
     assert "exiting now" not in h.stderr, h.stderr  # the watchdog's last resort not needed
     assert took < start_took, (took, start_took)
     wait_until(lambda: worker_pids(tmp_path) == [], PROMPT, "no worker left behind")
+
+
+GATED = '''
+import os
+import time
+
+from toolwire.host import tool
+
+if os.path.exists(MARK_DIR + "/gated"):
+    with open(MARK_DIR + "/importing", "w"):
+        pass
+    while not os.path.exists(MARK_DIR + "/gate.open"):  # never opened: the import hangs
+        time.sleep(0.05)
+
+
+@tool
+async def hello() -> str:
+    """Say hello."""
+    return "hello"
+'''
+
+
+def test_stdin_closed_while_a_reload_is_starting_its_workers(tmp_path: Path) -> None:
+    """End of input while ``--reload`` starts a new generation whose import never ends:
+    the host does not wait for that start (nor for its watchdog), it ends by itself and
+    the half-started workers with it."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    module = tmp_path / "gated_tools.py"
+    source = GATED.replace("MARK_DIR", repr(str(marks)))
+    module.write_text(source)
+    started = time.monotonic()
+    h = HostProcess(host_args(tmp_path, "process", [str(module)], "--reload"), framing="lsp")
+    try:
+        assert "result" in h.request("initialize", {"processId": None, "capabilities": {}})
+        start_took = time.monotonic() - started
+        (marks / "gated").touch()
+        module.write_text(source + "\n# saved again\n")
+        wait_until(lambda: (marks / "importing").exists(), PROMPT, "the new generation importing")
+        h.send({"jsonrpc": "2.0", "id": "down", "method": "shutdown"})
+        closed = time.monotonic()
+        h.close_stdin()
+        code = h.proc.wait(timeout=PROMPT)
+        took = time.monotonic() - closed
+    finally:
+        h.close()
+    assert code == 0, h.stderr
+    assert "exiting now" not in h.stderr, h.stderr
+    assert took < start_took, (took, start_took)
+    wait_until(lambda: worker_pids(tmp_path) == [], PROMPT, "no worker left behind")
