@@ -20,17 +20,29 @@ from toolwire.models import (
     ToolDefinition,
 )
 
-from ..conversation import StopReason, ToolCall
+from ..conversation import StopReason, ToolCall, ToolResultMessage
 from ..partial_json import ArgumentsError, parse_final_arguments, parse_partial_arguments
 from ._names import NameRule, wire_names
-from ._schema import Restore, resolve_pointer, same
+from ._schema import Restore, resolve_pointer, root_object, same
 
 
 def parameters_of(tool: ToolDefinition) -> dict[str, Any]:
     """The tool's input schema as an object schema (a copy; ``properties`` always present).
 
     A root that is only a ``$ref`` (pydantic's form for a recursive model) is replaced by
-    its target, its ``$defs`` kept, since providers want the object at the root.
+    its target, its ``$defs`` kept, since providers want the object at the root; root
+    alternatives (``anyOf``/``oneOf``/``allOf``) are folded into one object
+    (:func:`._schema.root_object`; :func:`declared` also gives the note that names them).
+    """
+    return declared(tool)[0]
+
+
+def declared(tool: ToolDefinition) -> tuple[dict[str, Any], str]:
+    """``(parameters, description)`` of a tool for a provider's declaration.
+
+    ``parameters`` is :func:`parameters_of`'s object schema; ``description`` is the
+    tool's description, followed by the words that name the forms its root
+    alternatives allowed (a provider sees only the folded object).
     """
     schema = copy.deepcopy(tool.input_schema) if isinstance(tool.input_schema, dict) else {}
     ref = schema.get("$ref")
@@ -48,9 +60,13 @@ def parameters_of(tool: ToolDefinition) -> dict[str, Any]:
                     merged[key] = value
             schema = merged
     schema.setdefault("type", "object")
+    schema, note = root_object(schema)
     if schema.get("type") == "object":
         schema.setdefault("properties", {})
-    return schema
+    description = tool.description or ""
+    if note:
+        description = f"{description}\n\n{note}" if description else note
+    return schema, description
 
 
 # --------------------------------------------------------------------------- tool sets
@@ -179,6 +195,22 @@ def content_text(blocks: Iterable[ContentBlock]) -> str:
             text = getattr(block.resource, "text", None)
             out.append(text if isinstance(text, str) else f"[resource {block.resource.uri}]")
     return "\n".join(out)
+
+
+FAILED_WITHOUT_MESSAGE = "The tool failed and gave no error message."
+"""The text sent for an error result that has no text of its own (Anthropic refuses a
+``tool_result`` with ``is_error`` and no content; elsewhere the model would read an
+empty success)."""
+
+
+def result_text(result: ToolResultMessage, blocks: Iterable[ContentBlock] | None = None) -> str:
+    """The text of a tool result for a provider: :func:`content_text` of ``blocks``
+    (default: all of its content), or :data:`FAILED_WITHOUT_MESSAGE` for an error
+    result whose text is empty or blank."""
+    text = content_text(result.content if blocks is None else blocks)
+    if result.is_error and not text.strip():
+        return FAILED_WITHOUT_MESSAGE
+    return text
 
 
 def images(blocks: Iterable[ContentBlock]) -> list[ImageContent]:

@@ -1,7 +1,7 @@
 """Gemini's parameter schemas: the OpenAPI 3.0 subset of its ``Schema`` object.
 
 Gemini's ``FunctionDeclaration.parameters`` takes ``type``, ``description``,
-``nullable``, ``enum`` (strings only), ``properties``/``required`` (an object needs at
+``nullable``, ``enum`` (non-empty strings only), ``properties``/``required`` (an object needs at
 least one property), ``items``, ``anyOf``, ``minItems``/``maxItems``,
 ``minLength``/``maxLength``, ``minimum``/``maximum`` and ``format`` (Gemini API reference,
 ``Schema``). No ``$ref``/``$defs``, no ``prefixItems``, no ``additionalProperties``, no
@@ -15,7 +15,9 @@ local ``$ref`` (any JSON Pointer)       its target, inlined          as is
 recursive ``$ref``                      inlined 3 times, then JSON    JSON text parsed
                                         text (a string)
 ``enum``/``const`` of non-strings       string enum of the values'   each label to its value
-(``Literal[1, 2]``, int ``Enum``)       JSON text (``"1"``)
+(``Literal[1, 2]``, int ``Enum``), or   JSON text (``"1"``; a blank
+with a blank string                     string as ``'""'``: Gemini
+                                        refuses an empty member)
 type list / ``anyOf`` / ``oneOf``       ``anyOf`` of the converted   by the value's JSON type
                                         arms; ``null`` → nullable
 ``allOf``                               arms merged                  as is
@@ -74,6 +76,7 @@ GEMINI_KEYWORDS = frozenset(
 """The keywords the converted schemas use (all in Gemini's ``Schema``)."""
 
 _SCALARS = ("string", "number", "integer", "boolean")
+_QUOTED = "a value in double quotes stands for the text inside them"
 _FORMATS = {"string": {"date-time"}, "integer": {"int32", "int64"}, "number": {"float", "double"}}
 
 
@@ -231,15 +234,19 @@ def gemini_parameters(schema: Mapping[str, Any]) -> tuple[dict[str, Any], Restor
         restore = same
         description = node.get("description")
         if t in _SCALARS and isinstance(enum, list) and enum:
-            if t == "string" and all(isinstance(v, str) for v in enum):
+            if t == "string" and all(isinstance(v, str) and v.strip() for v in enum):
                 out = {"type": "string", "enum": list(enum)}
             else:
-                labels = [v if isinstance(v, str) else json.dumps(v) for v in enum]
+                # Gemini takes string enums only, and refuses an empty member ("cannot
+                # be empty"): other values and blank strings go by their JSON text.
+                labels = [v if isinstance(v, str) and v.strip() else json.dumps(v) for v in enum]
                 if len(set(labels)) < len(labels):
                     labels = [json.dumps(v) for v in enum]
                 out = {"type": "string", "enum": labels}
                 back = dict(zip(labels, enum, strict=True))
                 restore = _enum_restore(back)
+                if any(isinstance(v, str) and v != label for label, v in back.items()):
+                    description = _note(description, _QUOTED)
         elif t in _SCALARS:
             out = {"type": t}
             fmt = node.get("format")

@@ -33,12 +33,12 @@ from ._common import (
     ParsedToolResult,
     ProviderTools,
     build_tools,
-    content_text,
+    declared,
     images,
     make_call,
     natural_stop,
-    parameters_of,
     real_calls,
+    result_text,
     unique_ids,
     wire_name,
 )
@@ -73,10 +73,11 @@ _THINKING = ("thinking", "redacted_thinking")
 
 
 def _declare(tool: ToolDefinition, name: str) -> tuple[dict[str, Any], Restore]:
+    schema, description = declared(tool)
     decl = {
         "name": name,
-        "description": tool.description or "",
-        "input_schema": json_schema_dialect(parameters_of(tool)),
+        "description": description,
+        "input_schema": json_schema_dialect(schema),
     }
     return decl, same
 
@@ -149,10 +150,15 @@ def assistant_to_anthropic(
 
 
 def tool_result_to_anthropic(result: ToolResultMessage) -> dict[str, Any]:
-    """A ``tool_result`` content block (text and images; ``is_error`` when set)."""
+    """A ``tool_result`` content block (text and images; ``is_error`` when set).
+
+    A blank text is left out (Anthropic refuses empty text blocks); an error result
+    without text says so in words (:data:`._common.FAILED_WITHOUT_MESSAGE`), since
+    Anthropic refuses ``is_error`` with empty ``content``.
+    """
     parts: list[dict[str, Any]] = []
-    text = content_text(b for b in result.content if not isinstance(b, ImageContent))
-    if text:
+    text = result_text(result, [b for b in result.content if not isinstance(b, ImageContent)])
+    if text.strip():
         parts.append({"type": "text", "text": text})
     parts += [
         {

@@ -32,10 +32,10 @@ from ._common import (
     ParsedToolResult,
     ProviderTools,
     build_tools,
-    content_text,
+    declared,
     natural_stop,
-    parameters_of,
     real_calls,
+    result_text,
     unique_ids,
     wire_name,
 )
@@ -62,8 +62,9 @@ GEMINI_FINISH: dict[str, StopReason] = {"STOP": "stop", "MAX_TOKENS": "length"}
 
 
 def _declare(tool: ToolDefinition, name: str) -> tuple[dict[str, Any], Restore]:
-    decl: dict[str, Any] = {"name": name, "description": tool.description or ""}
-    params, restore = gemini_parameters(parameters_of(tool))
+    schema, description = declared(tool)
+    decl: dict[str, Any] = {"name": name, "description": description}
+    params, restore = gemini_parameters(schema)
     if params.get("properties"):
         decl["parameters"] = params
     return decl, restore
@@ -205,13 +206,13 @@ def tool_result_to_gemini(
     result: ToolResultMessage, tools: ProviderTools | None = None
 ) -> dict[str, Any]:
     """A ``functionResponse`` part: ``response`` is ``{"output": text}`` or, for an error
-    result, ``{"error": text}``."""
+    result, ``{"error": text}`` (never empty: :data:`._common.FAILED_WITHOUT_MESSAGE`)."""
     key = "error" if result.is_error else "output"
     return {
         "functionResponse": {
             "id": result.tool_call_id,
             "name": wire_name(result.tool_name, tools),
-            "response": {key: content_text(result.content)},
+            "response": {key: result_text(result)},
         }
     }
 

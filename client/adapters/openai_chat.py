@@ -32,12 +32,13 @@ from ._common import (
     ParsedToolResult,
     ProviderTools,
     build_tools,
-    content_text,
+    declared,
     images,
     make_call,
     natural_stop,
     parameters_of,
     real_calls,
+    result_text,
     unique_ids,
     wire_name,
 )
@@ -70,7 +71,10 @@ def openai_parameters(
     tool: ToolDefinition, *, strict: bool
 ) -> tuple[dict[str, Any], bool, Restore]:
     """``(parameters, strict, restore)`` for an OpenAI function declaration."""
-    params = parameters_of(tool)
+    return _parameters(parameters_of(tool), strict)
+
+
+def _parameters(params: dict[str, Any], strict: bool) -> tuple[dict[str, Any], bool, Restore]:
     if strict:
         converted = strict_parameters(params)
         if converted is not None:
@@ -78,9 +82,19 @@ def openai_parameters(
     return json_schema_dialect(params), False, same
 
 
+def openai_declaration(
+    tool: ToolDefinition, *, strict: bool
+) -> tuple[dict[str, Any], str, bool, Restore]:
+    """``(parameters, description, strict, restore)`` for an OpenAI function declaration
+    (the description names the forms of root alternatives, :func:`._common.declared`)."""
+    schema, description = declared(tool)
+    params, is_strict, restore = _parameters(schema, strict)
+    return params, description, is_strict, restore
+
+
 def _declare(tool: ToolDefinition, name: str, strict: bool) -> tuple[dict[str, Any], Restore]:
-    params, is_strict, restore = openai_parameters(tool, strict=strict)
-    fn: dict[str, Any] = {"name": name, "description": tool.description or ""}
+    params, description, is_strict, restore = openai_declaration(tool, strict=strict)
+    fn: dict[str, Any] = {"name": name, "description": description}
     fn["parameters"] = params
     if is_strict:
         fn["strict"] = True
@@ -163,11 +177,13 @@ def assistant_to_openai_chat(
 
 def tool_result_to_openai_chat(result: ToolResultMessage) -> dict[str, Any]:
     """A ``role: "tool"`` message (text only: chat completions take no images there;
-    :func:`to_openai_chat_messages` sends a result's images in a following user message)."""
+    :func:`to_openai_chat_messages` sends a result's images in a following user message).
+    The format has no error flag: an error result without text says it failed
+    (:data:`._common.FAILED_WITHOUT_MESSAGE`)."""
     return {
         "role": "tool",
         "tool_call_id": result.tool_call_id,
-        "content": content_text(result.content),
+        "content": result_text(result),
     }
 
 

@@ -32,16 +32,16 @@ from ._common import (
     ParsedToolResult,
     ProviderTools,
     build_tools,
-    content_text,
     images,
     make_call,
     real_calls,
+    result_text,
     unique_ids,
     wire_name,
 )
 from ._names import OPENAI_NAMES, wire_names
 from ._schema import Restore
-from .openai_chat import openai_parameters
+from .openai_chat import openai_declaration
 
 __all__ = [
     "API",
@@ -60,11 +60,11 @@ API = "openai-responses"
 
 
 def _declare(tool: ToolDefinition, name: str, strict: bool) -> tuple[dict[str, Any], Restore]:
-    params, is_strict, restore = openai_parameters(tool, strict=strict)
+    params, description, is_strict, restore = openai_declaration(tool, strict=strict)
     decl = {
         "type": "function",
         "name": name,
-        "description": tool.description or "",
+        "description": description,
         "parameters": params,
         "strict": is_strict,
     }
@@ -167,11 +167,15 @@ def assistant_to_openai_responses(
 
 
 def tool_result_to_openai_responses(result: ToolResultMessage) -> dict[str, Any]:
-    """A ``function_call_output`` input item (text, or text and images as input parts)."""
+    """A ``function_call_output`` input item (text, or text and images as input parts;
+    no empty text part). An error result without text says it failed
+    (:data:`._common.FAILED_WITHOUT_MESSAGE`)."""
     found = images(result.content)
-    output: Any = content_text(result.content)
+    text = result_text(result)
+    output: Any = text
     if found:
-        output = [{"type": "input_text", "text": output}] + [
+        output = [{"type": "input_text", "text": text}] if text else []
+        output += [
             {"type": "input_image", "image_url": f"data:{i.mime_type};base64,{i.data}"}
             for i in found
         ]
