@@ -169,12 +169,13 @@ def gemini_parameters(schema: Mapping[str, Any]) -> tuple[dict[str, Any], Restor
         t = node.get("type")
         if t is None:
             t = inferred_type(node)
+        listed = "enum" in node or "const" in node
         if isinstance(t, list):
             nullable = "null" in t
             kinds = [k for k in t if k != "null"]
             if len(kinds) == 1:
                 t = kinds[0]
-            elif kinds and arms is None:
+            elif kinds and arms is None and not listed:
                 arms = [{"type": k} for k in kinds]
                 t = None
             else:
