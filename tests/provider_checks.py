@@ -7,7 +7,12 @@ an example-call generator (tests only).
   checked for members and types) and against the documented rules the SDKs do not
   check: OpenAI strict mode (every object closed, every property required, only the
   supported keywords, at most 10 levels), Gemini's OpenAPI subset (no ``$ref``, string
-  enums, objects with properties, no ``prefixItems``), the name rules.
+  enums without empty members, objects with properties, no ``prefixItems``), the name
+  rules, the root of the parameters (an object, no alternatives at its top level:
+  Anthropic and OpenAI refuse them) and OpenAI's ``items`` on every array schema.
+* :func:`check_tool_result`: a tool result in a provider's format, against the SDK's
+  message types and the documented rules they do not check (Anthropic: ``is_error``
+  needs content, no blank text blocks; every provider: an error says something).
 * :func:`example`: an argument value shaped by a provider's parameter schema, the way a
   model following the declaration writes one (``variant`` picks other enum members,
   union arms, optional fields and null).
@@ -20,15 +25,18 @@ import re
 from typing import Any
 
 import jsonschema
-from anthropic.types import ToolParam
+from anthropic.types import ToolParam, ToolResultBlockParam
 from google.genai import types as gtypes
-from openai.types.chat import ChatCompletionToolParam
-from openai.types.responses import FunctionToolParam
+from openai.types.chat import ChatCompletionToolMessageParam, ChatCompletionToolParam
+from openai.types.responses import FunctionToolParam, ResponseInputItemParam
 from pydantic import TypeAdapter
 
 _OPENAI_TOOL = TypeAdapter(ChatCompletionToolParam)
 _RESPONSES_TOOL = TypeAdapter(FunctionToolParam)
 _ANTHROPIC_TOOL = TypeAdapter(ToolParam)
+_ANTHROPIC_RESULT = TypeAdapter(ToolResultBlockParam)
+_CHAT_MESSAGE = TypeAdapter(ChatCompletionToolMessageParam)
+_RESPONSES_ITEM = TypeAdapter(ResponseInputItemParam)
 
 OPENAI_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 GEMINI_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,62}")
@@ -85,6 +93,8 @@ def check_gemini_schema(schema: Any) -> None:
     assert t in GEMINI_TYPES, schema
     if "enum" in schema:
         assert t == "string" and all(isinstance(v, str) for v in schema["enum"]), schema
+        # "enum[0]: cannot be empty" (Gemini refuses the request).
+        assert all(v.strip() for v in schema["enum"]), f"empty enum member: {schema}"
     if t == "object":
         props = schema.get("properties")
         assert isinstance(props, dict) and props, f"object without properties: {schema}"
@@ -93,6 +103,64 @@ def check_gemini_schema(schema: Any) -> None:
             check_gemini_schema(sub)
     if t == "array":
         check_gemini_schema(schema["items"])
+
+
+# Anthropic: "input_schema does not support oneOf, allOf, or anyOf at the top level";
+# OpenAI (strict or not): "schema must have type 'object' and not have
+# 'oneOf'/'anyOf'/'allOf'/'enum'/'not' at the top level".
+ROOT_REFUSED = {
+    "anthropic": {"oneOf", "allOf", "anyOf"},
+    "openai": {"oneOf", "anyOf", "allOf", "enum", "not"},
+}
+_SCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties", "dependentSchemas")
+_SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+_SCHEMA_ONE = ("items", "additionalProperties", "not", "if", "then", "else", "contains")
+
+
+def subschemas(schema: Any, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], Any]]:
+    """Every schema inside ``schema`` (itself first), with its path of keywords."""
+    out = [(path, schema)]
+    if not isinstance(schema, dict):
+        return out
+    for key in _SCHEMA_MAPS:
+        if isinstance(schema.get(key), dict):
+            for name, sub in schema[key].items():
+                out += subschemas(sub, (*path, key, name))
+    for key in _SCHEMA_LISTS:
+        if isinstance(schema.get(key), list):
+            for i, sub in enumerate(schema[key]):
+                out += subschemas(sub, (*path, key, str(i)))
+    for key in _SCHEMA_ONE:
+        sub = schema.get(key)
+        if isinstance(sub, list):  # the older tuple form of items
+            for i, arm in enumerate(sub):
+                out += subschemas(arm, (*path, key, str(i)))
+        elif isinstance(sub, dict | bool):
+            out += subschemas(sub, (*path, key))
+    return out
+
+
+def check_openai_items(schema: Any) -> None:
+    """Assert OpenAI's "array schema missing items" rule: every array schema (a type
+    that is or lists "array", or a tuple's ``prefixItems``), at any depth, has an
+    object schema in ``items``."""
+    for path, node in subschemas(schema):
+        if not isinstance(node, dict):
+            continue
+        t = node.get("type")
+        is_array = t == "array" or (isinstance(t, list) and "array" in t)
+        if is_array or "prefixItems" in node:
+            assert isinstance(node.get("items"), dict), (
+                f"array schema missing items at {path}: {node}"
+            )
+
+
+def check_root(api: str, params: Any) -> None:
+    """Assert the root rules of ``api``'s parameters: an object schema with no
+    alternatives (or other refused keywords) at its top level."""
+    assert isinstance(params, dict) and params.get("type") == "object", params
+    refused = ROOT_REFUSED["anthropic" if api == "anthropic" else "openai"]
+    assert not refused & set(params), f"{api}: {sorted(refused & set(params))} at the top level"
 
 
 def check_declarations(api: str, declarations: list[dict[str, Any]]) -> None:
@@ -119,7 +187,9 @@ def check_declarations(api: str, declarations: list[dict[str, Any]]) -> None:
                 assert params["type"] == "object"
             continue
         assert OPENAI_NAME.fullmatch(name), name
-        assert params["type"] == "object", params
+        check_root(api, params)
+        if api != "anthropic":
+            check_openai_items(params)
         if strict:
             check_openai_strict(params)
         else:
@@ -129,6 +199,60 @@ def check_declarations(api: str, declarations: list[dict[str, Any]]) -> None:
     if api == "gemini":
         gtypes.Tool.model_validate({"function_declarations": declarations})
     assert len(set(names)) == len(names), names
+
+
+def _texts(api: str, payload: dict[str, Any]) -> list[str]:
+    """The text parts of a tool result in ``api``'s format."""
+    if api == "anthropic":
+        content = payload.get("content", [])
+        if isinstance(content, str):
+            return [content]
+        return [b["text"] for b in content if b.get("type") == "text"]
+    if api == "openai-chat":
+        return [payload["content"]]
+    if api == "openai-responses":
+        output = payload["output"]
+        if isinstance(output, str):
+            return [output]
+        return [p["text"] for p in output if p.get("type") == "input_text"]
+    return [str(v) for v in payload["functionResponse"]["response"].values()]
+
+
+def check_tool_result(api: str, payload: dict[str, Any], *, is_error: bool) -> None:
+    """Assert one tool result in ``api``'s format is what ``api`` accepts, and that an
+    error result tells the model something.
+
+    Anthropic: the SDK's ``ToolResultBlockParam``; ``is_error`` with empty ``content``
+    is refused, and so is a text block that is empty or only white space. OpenAI: the
+    SDK's tool message / ``function_call_output`` item types; an ``input_text`` part
+    is not empty. Gemini: the SDK's ``Part`` model. Every API: an error result's text
+    is not blank (OpenAI's formats have no error flag: a blank text reads as success).
+    """
+    texts = _texts(api, payload)
+    if api == "anthropic":
+        _ANTHROPIC_RESULT.validate_python(payload)
+        assert payload.get("is_error", False) is is_error, payload
+        if is_error:
+            assert payload.get("content"), f"is_error with empty content: {payload}"
+        content = payload.get("content", [])
+        for block in content if isinstance(content, list) else []:
+            if block.get("type") == "text":
+                assert block["text"].strip(), f"blank text block: {payload}"
+    elif api == "openai-chat":
+        _CHAT_MESSAGE.validate_python(payload)
+        assert payload["role"] == "tool" and isinstance(payload["content"], str), payload
+    elif api == "openai-responses":
+        _RESPONSES_ITEM.validate_python(payload)
+        assert payload["type"] == "function_call_output", payload
+        if isinstance(payload["output"], list):
+            assert payload["output"], payload
+            assert all(t for t in texts), f"empty input_text part: {payload}"
+    else:
+        gtypes.Part.model_validate(payload)
+        response = payload["functionResponse"]["response"]
+        assert list(response) == ["error" if is_error else "output"], payload
+    if is_error:
+        assert any(t.strip() for t in texts), f"{api}: an error result that says nothing: {payload}"
 
 
 # --------------------------------------------------------------------------- examples
