@@ -146,6 +146,7 @@ def test_calls_shaped_by_array_and_enum_declarations_run_on_the_host(
 FORMS: dict[str, list[dict[str, Any]]] = {
     "lookup": [{"id": 3}, {"name": "ada"}, {"name": "ada", "exact": True}],
     "find": [{"id": 3}, {"name": "ada"}, {"id": 3, "name": "ada"}],
+    "query": [{"kind": "id", "id": 3}, {"kind": "name", "name": "ada", "tags": ["x"]}],
 }
 
 
@@ -170,6 +171,11 @@ def test_root_alternatives_are_one_object_with_the_forms_in_the_description(
     assert find["description"].endswith(
         "Arguments: give at least one of these forms: (1) with id; (2) with name."
     )
+    query = _decl(api, tools, "query")
+    assert set(_params(api, query)["properties"]) == {"kind", "id", "name", "tags"}
+    assert "(1) with kind, id (ById); (2) with kind, name (ByName)." in query["description"]
+    if api.startswith("openai"):  # strict form: nothing at the root it cannot take
+        assert query.get("strict") is True and lookup.get("strict") is True, (query, lookup)
     # A model's call in each form reaches the tool; in OpenAI's strict form the model
     # sends every property, null for the ones it leaves out.
     for name, forms in FORMS.items():

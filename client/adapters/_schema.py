@@ -333,7 +333,8 @@ def root_object(schema: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
       declared differently by the arms is the ``anyOf`` of its forms), and the note
       names the forms ("give exactly one of these forms: (1) with id; (2) with name");
       arms that are not objects are dropped (arguments are an object);
-    * ``not``/``enum``/``const`` at the root are dropped.
+    * ``not``/``enum``/``const`` at the root are dropped, and so is an OpenAPI
+      ``discriminator`` (pydantic writes one for a tagged union) naming folded arms.
 
     The result is looser than ``schema``: the host still validates each call against
     its own schema, so a call that fits none of the forms gets the host's error.
@@ -367,6 +368,8 @@ def root_object(schema: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
     def fold(node: dict[str, Any], depth: int) -> dict[str, Any]:
         node = {k: v for k, v in node.items() if k not in _ROOT_REFUSED}
         groups = {k: node.pop(k) for k in _ROOT_ALTERNATIVES if k in node}
+        if groups:
+            node.pop("discriminator", None)  # OpenAPI's pointer into the folded arms
         if depth > _MAX_FOLD_DEPTH:
             return node
         all_of = groups.get("allOf")

@@ -5,8 +5,9 @@ alternatives, an enum with an empty member, an error result with no content."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Annotated, Any, Literal
 
+from pydantic import BaseModel, Field, TypeAdapter
 from toolwire.host import ToolResult, tool
 
 
@@ -89,6 +90,27 @@ def lookup(args: dict[str, Any]) -> str:
 )
 def find(args: dict[str, Any]) -> str:
     """Find by id, by name, or both (alternatives that only name required fields)."""
+    return _echo(args)
+
+
+class ById(BaseModel):
+    kind: Literal["id"]
+    id: int
+
+
+class ByName(BaseModel):
+    kind: Literal["name"]
+    name: str
+    tags: list[str] = []
+
+
+# pydantic's tagged union: a root oneOf of $refs, with an OpenAPI discriminator.
+TAGGED = TypeAdapter(Annotated[ById | ByName, Field(discriminator="kind")]).json_schema()
+
+
+@tool(name="query", input_schema={"type": "object", **TAGGED})
+def query(args: dict[str, Any]) -> str:
+    """Query by id or by name (a tagged union at the root)."""
     return _echo(args)
 
 
