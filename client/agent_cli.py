@@ -28,29 +28,56 @@ from .agent import (
     ToolExecutionStart,
     run_agent,
 )
-from .client import Client, ToolReply
+from .client import ToolReply
 from .conversation import AssistantMessage, Message, ToolResultMessage, UserMessage
-from .hostargs import spawn_command
+from .hostargs import spawn_host
 from .providers import OpenAIChatProvider
 from .render import TerminalApprover, json_text, result_panel, visible
 
-__all__ = ["run_agent_cli"]
+__all__ = ["MissingApiKey", "check_api_key", "run_agent_cli"]
+
+
+class MissingApiKey(Exception):
+    """``toolwire agent`` has no API key to send (a usage error, exit code 2)."""
+
+
+def check_api_key(ns: argparse.Namespace) -> str | None:
+    """The API key ``toolwire agent`` sends: the value of ``$VAR`` (``--api-key-env``),
+    or None with ``--no-api-key``. Called before the host starts or any request is
+    sent, so a missing key costs nothing.
+
+    Raises:
+        MissingApiKey: the variable is unset or empty and ``--no-api-key`` is not given.
+    """
+    if ns.no_api_key:
+        return None
+    key = os.environ.get(ns.api_key_env)
+    if not key:
+        raise MissingApiKey(
+            f"no API key: ${ns.api_key_env} is not set (set it, name another variable "
+            "with --api-key-env, or pass --no-api-key for an endpoint that takes none)"
+        )
+    return key
 
 
 async def run_agent_cli(ns: argparse.Namespace) -> int:
-    """``toolwire agent`` with parsed arguments; returns the exit code."""
+    """``toolwire agent`` with parsed arguments; returns the exit code.
+
+    Raises:
+        MissingApiKey: see :func:`check_api_key`.
+    """
     out = Console(highlight=False)
     err = Console(stderr=True, highlight=False)
     provider = OpenAIChatProvider(
         ns.model,
         base_url=ns.base_url,
-        api_key=os.environ.get(ns.api_key_env) or None,
+        api_key=check_api_key(ns) or "",
         stream=ns.stream,
     )
     approver = TerminalApprover(err, assume_yes=ns.yes)
     messages: list[Message] = []
     code = 0
-    async with Client.spawn(spawn_command(ns), on_approval=approver) as client:
+    async with spawn_host(ns, on_approval=approver) as client:
         tools = await client.list_tools()
         prompts = [ns.prompt] if ns.prompt else None
         while True:

@@ -32,7 +32,7 @@ from typing import Any
 
 from toolwire.errors import JsonRpcError
 
-from .hostargs import add_host_options, spawn_command
+from .hostargs import HostStartError, add_host_options, spawn_host
 
 __all__ = [
     "accepted_types",
@@ -41,6 +41,7 @@ __all__ = [
     "main",
     "parse_call_arguments",
     "split_call_arguments",
+    "split_call_argv",
 ]
 
 EXIT_OK = 0
@@ -54,6 +55,10 @@ arguments:
     toolwire call read path=app.py offset=10
     toolwire call grep '{"pattern": "TODO", "ignoreCase": true}'
     toolwire call bash --args-json '{"command": "ls"}' timeout=5
+    toolwire call shout --tools shout.py text=hello
+  Every k=v or {...} word is an argument, before or after options (also after
+  --tools, whose values are files or modules), unless it is an option's own value
+  (--args-json '{...}', --root a=b). 'toolwire list NAME' shows a tool's schema.
   A k=v value follows the tool's input schema. For a parameter that takes a string
   (also in a union with other types) the value is the raw text: content=1.10 writes
   "1.10", content=null writes "null". For one that takes only numbers, integers,
@@ -72,7 +77,15 @@ output:
 
 exit codes:
   0 result, 1 error result (isError, unknown tool, invalid arguments),
-  2 usage error, 3 host failed to start or did not answer (--timeout expired)
+  2 usage error (also the host refusing its options: a missing --tools file, a
+  bad --root or --config, an unknown --approve name), 3 host failed to start or
+  did not answer (--timeout expired)
+"""
+
+LIST_EPILOG = """\
+With a NAME, the tool's whole definition: its description, its input schema and its
+output schema if it has one (--json: the definition as the host sent it). An unknown
+NAME exits 1 and lists the tools there are.
 """
 
 
@@ -276,11 +289,113 @@ def parse_call_arguments(
     return out
 
 
+def _is_call_item(word: str) -> bool:
+    """A word of ``toolwire call``'s command line that is a tool argument: ``k=v`` or a
+    JSON object (a tool name holds neither ``=`` nor ``{``)."""
+    return not word.startswith("-") and ("=" in word or word.lstrip().startswith("{"))
+
+
+def _option_action(parser: argparse.ArgumentParser, word: str) -> argparse.Action | None:
+    """The option ``word`` (``--tools``, ``--tim`` abbreviated, ``--root=x``) names in
+    ``parser``, or None (not an option of it, or an ambiguous abbreviation)."""
+    name = word.partition("=")[0]
+    actions = parser._option_string_actions
+    if name in actions:
+        return actions[name]
+    if name.startswith("--"):
+        found = {actions[o] for o in actions if o.startswith(name)}
+        if len(found) == 1:
+            return found.pop()
+    return None
+
+
+def split_call_argv(
+    parser: argparse.ArgumentParser, argv: Sequence[str]
+) -> tuple[list[str], list[str]]:
+    """Separate ``toolwire call``'s tool arguments from the rest of its command line.
+
+    Every ``k=v`` word and JSON object is a tool argument wherever it stands (before or
+    after options, after ``--tools`` values too), except an option's own value
+    (``--args-json '{...}'``, ``--root a=b``). So the options can be given in any order
+    and a ``--tools`` list ends at the first argument. ``--`` ends the options.
+
+    Args:
+        parser: the ``call`` subcommand's parser (its options say which take values).
+        argv: the words after ``call``.
+
+    Returns:
+        ``(rest, items)``: the words for ``parser`` (options and the tool's name), and
+        the arguments in order, with any further plain word (which
+        :func:`split_call_arguments` then refuses).
+    """
+    rest: list[str] = []
+    items: list[str] = []
+    named = False
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        i += 1
+        if word == "--":
+            for later in argv[i:]:
+                if named:
+                    items.append(later)
+                else:
+                    rest += ["--", later]
+                    named = True
+            break
+        if word.startswith("-") and word != "-":
+            rest.append(word)
+            action = _option_action(parser, word)
+            if action is None or "=" in word:
+                continue
+            nargs = action.nargs
+            if nargs is None or isinstance(nargs, int):
+                count = 1 if nargs is None else nargs
+                rest += argv[i : i + count]
+                i += count
+            elif nargs in ("+", "*"):
+                while i < len(argv) and not argv[i].startswith("-") and not _is_call_item(argv[i]):
+                    rest.append(argv[i])
+                    i += 1
+            continue
+        if _is_call_item(word) or named:
+            items.append(word)
+        else:
+            rest.append(word)
+            named = True
+    return rest, items
+
+
+def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            found: argparse.ArgumentParser = action.choices[name]
+            return found
+    raise KeyError(name)  # pragma: no cover - build_parser adds every subcommand
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("toolwire")
+    except PackageNotFoundError:  # pragma: no cover - run from a tree never installed
+        from toolwire import __version__
+
+        return __version__
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The parser of ``toolwire`` (``serve`` is forwarded before parsing)."""
     p = argparse.ArgumentParser(
         prog="toolwire",
         description="toolwire: a JSON-RPC tool host (MCP tool subset) and its client.",
+    )
+    p.add_argument(
+        "--version",
+        action="version",
+        version=f"toolwire {_version()}",
+        help="print the installed version and exit",
     )
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
     sub.add_parser(
@@ -289,9 +404,18 @@ def build_parser() -> argparse.ArgumentParser:
         add_help=False,
     )
 
-    lp = sub.add_parser("list", help="list the tools a host offers")
+    lp = sub.add_parser(
+        "list",
+        help="list the tools a host offers, or show one tool's whole definition",
+        epilog=LIST_EPILOG,
+    )
+    lp.add_argument("name", nargs="?", help="show this tool's definition and schemas")
     add_host_options(lp)
-    lp.add_argument("--json", action="store_true", help='print {"tools": [...]} as JSON')
+    lp.add_argument(
+        "--json",
+        action="store_true",
+        help='print {"tools": [...]} as JSON (with NAME: that tool\'s definition)',
+    )
 
     cp = sub.add_parser(
         "call",
@@ -299,8 +423,13 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=CALL_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    cp.add_argument("name", help="the tool's name")
-    cp.add_argument("arguments", nargs="*", metavar="k=v|JSON", help="the tool's arguments")
+    cp.add_argument("name", help="the tool's name ('toolwire list' shows them)")
+    cp.add_argument(
+        "arguments",
+        nargs="*",
+        metavar="k=v|JSON",
+        help="the tool's arguments, anywhere after the name (see below)",
+    )
     cp.add_argument(
         "--args-json",
         metavar="JSON",
@@ -334,7 +463,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--api-key-env",
         default="OPENAI_API_KEY",
         metavar="VAR",
-        help="environment variable holding the API key (default: OPENAI_API_KEY)",
+        help="environment variable holding the API key (default: OPENAI_API_KEY); "
+        "checked before the host starts",
+    )
+    ap.add_argument(
+        "--no-api-key",
+        action="store_true",
+        help="send no API key (an endpoint that takes none, e.g. a local server)",
     )
     ap.add_argument("--stream", action="store_true", help="stream the model's answers")
     ap.add_argument("--system", help="the system prompt (the tools' section is appended)")
@@ -368,27 +503,64 @@ def _err_console() -> Any:
     return Console(stderr=True, highlight=False)
 
 
+def _unknown_tool(name: str, tools: Sequence[Any]) -> str:
+    """The line for a tool name the host does not offer, listing the ones it does."""
+    from .render import visible
+
+    names = ", ".join(t.name for t in tools) or "(none)"
+    return visible(f"unknown tool {name!r}; the tools are: {names}")
+
+
 async def _list(ns: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from .client import Client
+    from toolwire.models import dump
+
     from .render import json_text, tools_table
 
-    async with Client.spawn(spawn_command(ns)) as c:
+    async with spawn_host(ns) as c:
         tools = await c.list_tools()
+    if ns.name is None:
+        if ns.json:
+            sys.stdout.write(json_text({"tools": [dump(t) for t in tools]}) + "\n")
+        else:
+            Console(highlight=False).print(tools_table(tools))
+        return EXIT_OK
+    tool = next((t for t in tools if t.name == ns.name), None)
+    if tool is None:
+        print(f"toolwire list: {_unknown_tool(ns.name, tools)}", file=sys.stderr)
+        return EXIT_ERROR_RESULT
     if ns.json:
-        from toolwire.models import dump
-
-        sys.stdout.write(json_text({"tools": [dump(t) for t in tools]}) + "\n")
+        sys.stdout.write(json_text(dump(tool)) + "\n")
     else:
-        Console(highlight=False).print(tools_table(tools))
+        sys.stdout.write(_definition_text(tool))
     return EXIT_OK
+
+
+def _definition_text(tool: Any) -> str:
+    """One tool's definition for a terminal: name (and title), annotations, the whole
+    description, the input schema and the output schema (as indented JSON)."""
+    from toolwire.models import dump
+
+    from .render import json_text, visible
+
+    parts = [tool.name + (f" ({tool.title})" if tool.title else "")]
+    if tool.annotations is not None:
+        hints = dump(tool.annotations)
+        if hints:
+            parts.append("annotations: " + json_text(hints, indent=None))
+    if tool.description:
+        parts.append("\n" + tool.description.rstrip())
+    parts.append("\ninput schema:\n" + json_text(tool.input_schema))
+    if tool.output_schema is not None:
+        parts.append("\noutput schema:\n" + json_text(tool.output_schema))
+    return visible("\n".join(parts)) + "\n"
 
 
 async def _call(ns: argparse.Namespace) -> int:
     from rich.markup import escape
 
-    from .client import CallTimeout, Client, LogMessage
+    from .client import CallTimeout, LogMessage
     from .render import (
         ProgressPrinter,
         TerminalApprover,
@@ -407,11 +579,14 @@ async def _call(ns: argparse.Namespace) -> int:
         # The tool's ctx.log records (and the host's own) go to stderr, as they come.
         err.print(f"  {log_line(item)}", style="dim", markup=False, highlight=False)
 
-    command = spawn_command(ns)
-    async with Client.spawn(command, on_approval=approver, on_log=on_log) as c:
+    unknown = ""
+    async with spawn_host(ns, on_approval=approver, on_log=on_log) as c:
         # k=v values are read as the tool's input schema says (string parameters take
         # the raw text): look the tool up first.
-        schema = next((t.input_schema for t in await c.list_tools() if t.name == ns.name), None)
+        tools = await c.list_tools()
+        schema = next((t.input_schema for t in tools if t.name == ns.name), None)
+        if not any(t.name == ns.name for t in tools):
+            unknown = _unknown_tool(ns.name, tools)  # the host's error result comes too
         arguments = parse_call_arguments(ns.arguments, ns.args_json, schema)
         try:
             with printer.showing():
@@ -432,6 +607,8 @@ async def _call(ns: argparse.Namespace) -> int:
         if res.details is not None:
             err.print(f"details: {visible(summarize(res.details, 400))}", style="dim", markup=False)
     sys.stdout.flush()
+    if unknown:
+        err.print(f"toolwire call: {unknown}", markup=False, soft_wrap=True)
     if res.is_error:
         err.print(
             f"[red]error result[/red] from {escape(visible(ns.name))} "
@@ -439,6 +616,31 @@ async def _call(ns: argparse.Namespace) -> int:
         )
         return EXIT_ERROR_RESULT
     return EXIT_OK
+
+
+def _check_host_options(ns: argparse.Namespace) -> None:
+    """Usage errors in the host options that are plain to see before a host starts (the
+    host checks the rest: the files' contents, the modules, the ``--approve`` names).
+
+    Raises:
+        UsageError: a missing ``--config`` file, a ``--root`` that is not a directory, a
+            ``--tools`` value that looks like a tool argument (``k=v``).
+    """
+    if getattr(ns, "server", None):
+        return
+    config = getattr(ns, "config", None)
+    if config is not None and not config.is_file():
+        raise UsageError(f"--config: no such file: {config}")
+    root = getattr(ns, "root", None)
+    if root is not None and not root.is_dir():
+        raise UsageError(f"--root {root} is not a directory")
+    for spec in getattr(ns, "tools", []):
+        if "=" in spec and not os.path.exists(spec):
+            hint = f" (toolwire call NAME {spec})" if ns.command == "call" else ""
+            raise UsageError(
+                f"--tools {spec}: not a tool file or module; it looks like a tool "
+                f"argument k=v, which goes after the tool's name{hint}"
+            )
 
 
 def _run_async(func: Any, *args: Any) -> int:
@@ -459,24 +661,38 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
-    ns = build_parser().parse_args(args)
+    parser = build_parser()
+    items: list[str] = []
+    if args and args[0] == "call":
+        # k=v and JSON words are the tool's arguments wherever they stand (argparse
+        # would refuse them after an option, or take them as --tools values).
+        rest, items = split_call_argv(_subparser(parser, "call"), args[1:])
+        args = ["call", *rest]
+    ns = parser.parse_args(args)
+    if ns.command == "call":
+        ns.arguments = items
     try:
-        config = getattr(ns, "config", None)
-        if config is not None and not getattr(ns, "server", None) and not config.is_file():
-            raise UsageError(f"--config: no such file: {config}")  # before starting the host
+        _check_host_options(ns)  # before starting the host
         if ns.command == "list":
             return _run_async(_list, ns)
         if ns.command == "call":
             split_call_arguments(ns.arguments, ns.args_json)  # before starting the host
             return _run_async(_call, ns)
         if ns.command == "agent":
-            from .agent_cli import run_agent_cli
+            from .agent_cli import MissingApiKey, check_api_key, run_agent_cli
 
+            try:
+                check_api_key(ns)  # before the host starts or a request is sent
+            except MissingApiKey as exc:
+                raise UsageError(str(exc)) from None
             return _run_async(run_agent_cli, ns)
         if ns.command == "demo":
             from .demo import run_demo_cli
 
             return run_demo_cli(ns)
+    except HostStartError as exc:
+        print(f"toolwire {ns.command}: {exc.message}", file=sys.stderr)
+        return EXIT_USAGE if exc.usage else EXIT_HOST_FAILED
     except UsageError as exc:
         print(f"toolwire {ns.command}: {exc}", file=sys.stderr)
         return EXIT_USAGE

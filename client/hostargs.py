@@ -1,4 +1,5 @@
-"""The host options the client's subcommands share (``list``, ``call``, ``agent``).
+"""The host options the client's subcommands share (``list``, ``call``, ``agent``),
+and the spawned host's start (:func:`spawn_host`).
 
 Used by :mod:`toolwire.client.cli` and :mod:`toolwire.client.agent_cli`, which do not
 import each other's private names.
@@ -7,11 +8,26 @@ import each other's private names.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import re
 import shlex
+import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["add_host_options", "spawn_command"]
+from toolwire.errors import JsonRpcError
+
+if TYPE_CHECKING:
+    from .client import Client
+
+__all__ = ["HostStartError", "add_host_options", "spawn_command", "spawn_host"]
+
+HOST_USAGE_EXIT = 2
+"""The exit code of a toolwire host refusing its options (``toolwire serve``'s usage error)."""
+
+_HOST_LINE = re.compile(r"^toolwire serve: ")
 
 
 def add_host_options(p: argparse.ArgumentParser, *, approval: bool = False) -> None:
@@ -71,6 +87,13 @@ def add_host_options(p: argparse.ArgumentParser, *, approval: bool = False) -> N
         help="talk to this MCP stdio server command instead of a toolwire host "
         "(--config/--root/--tools/--no-builtins are then ignored)",
     )
+    g.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="show the host's stderr (its start banner, its log) as it comes; without it, "
+        "only the host's warnings and errors are shown, after the command",
+    )
 
 
 def spawn_command(ns: argparse.Namespace) -> list[str]:
@@ -91,3 +114,86 @@ def spawn_command(ns: argparse.Namespace) -> list[str]:
     if getattr(ns, "workers", None) is not None:
         extra += ["--workers", str(ns.workers)]
     return host_command(root=ns.root, tools=ns.tools, builtins=not ns.no_builtins, extra_args=extra)
+
+
+class HostStartError(Exception):
+    """The spawned host did not start.
+
+    Attributes:
+        message: the reason, one line when the host gave one (its ``toolwire serve:``
+            line, without that prefix), else the connection's error and the host's
+            last stderr lines.
+        usage: True when the host refused its options (exit code 2): the command line's
+            usage error, not a host failure.
+    """
+
+    def __init__(self, message: str, *, usage: bool) -> None:
+        super().__init__(message)
+        self.message = message
+        self.usage = usage
+
+
+@contextlib.asynccontextmanager
+async def spawn_host(ns: argparse.Namespace, **options: Any) -> AsyncIterator[Client]:
+    """Start the host the options describe and connect a :class:`Client` to it.
+
+    A toolwire host's stderr is captured unless ``--verbose``: its start banner is not
+    shown; its other lines (warnings, errors) are written to our stderr when the block
+    ends. ``--server`` commands keep their stderr.
+
+    Args:
+        ns: the parsed options of :func:`add_host_options`.
+        options: keyword options of :class:`~toolwire.client.Client`.
+
+    Raises:
+        HostStartError: the host exited or hung up before it answered the first request.
+    """
+    from .client import Client
+
+    captured = not ns.server and not getattr(ns, "verbose", False)
+    client = Client.spawn(spawn_command(ns), stderr="capture" if captured else "inherit", **options)
+    entered = False
+    try:
+        async with client as c:
+            entered = True
+            yield c
+    except (JsonRpcError, OSError) as exc:
+        if entered:
+            raise
+        raise _start_failure(client, exc, captured) from None
+    finally:
+        if captured and entered:
+            _relay(client.stderr_output)
+
+
+def _start_failure(client: Client, exc: Exception, captured: bool) -> HostStartError:
+    from .render import visible
+
+    process = client.process
+    code = process.returncode if process is not None else None
+    lines = client.stderr_output.splitlines() if captured else []
+    said = [line for line in lines if _HOST_LINE.match(line)]
+    if code == HOST_USAGE_EXIT and said:
+        # toolwire serve prints its reason last, as one line per problem; the lines
+        # before it are its banner.
+        reason = [_HOST_LINE.sub("", line) for line in said if not _is_banner(line)]
+        return HostStartError(visible("\n".join(reason or said[-1:])), usage=True)
+    tail = "\n".join(line for line in lines[-20:] if not _is_banner(line))
+    text = str(exc) + (f"\n{tail}" if tail.strip() else "")
+    return HostStartError(visible(text), usage=False)
+
+
+def _is_banner(line: str) -> bool:
+    """The host's start lines (which sandbox runs the commands; the host inputs inside
+    the root), not its reason for stopping."""
+    return line.startswith(("toolwire serve: commands run", "toolwire serve: Host inputs"))
+
+
+def _relay(output: str) -> None:
+    """Write what a captured host said on stderr, less its start banner."""
+    from .render import visible
+
+    shown = [line for line in output.splitlines() if not _HOST_LINE.match(line)]
+    if any(line.strip() for line in shown):
+        sys.stderr.write(visible("\n".join(shown)) + "\n")
+        sys.stderr.flush()

@@ -90,6 +90,21 @@ class ApprovalPolicy:
         if not self.known:
             self.known.update(names)
 
+    def unknown_names(self, served: Iterable[str]) -> str | None:
+        """A one-line error when the policy names a tool that is not among ``served``
+        (a misspelt tool or class, ``destructiv``: approving nothing while the user
+        believes the calls are guarded), listing what exists; None when every name is
+        served."""
+        tools = sorted(set(served))
+        unknown = sorted(self.names - set(tools))
+        if not unknown:
+            return None
+        shown = ", ".join(tools[:40]) + (f" and {len(tools) - 40} more" if len(tools) > 40 else "")
+        return (
+            f"--approve {', '.join(unknown)}: no such tool or class; the classes are "
+            f"'destructive' and 'all', the tools are {shown or '(none)'}"
+        )
+
     @property
     def active(self) -> bool:
         """True when some call may need approval."""

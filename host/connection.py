@@ -220,6 +220,8 @@ async def _run(
                 await _load_modules(workers, config)
             except StartupError as exc:
                 failed = exc  # raised below, outside the workers' task group
+        if failed is None and (unknown := server.approval.unknown_names(t.name for t in registry)):
+            failed = StartupError(f"toolwire serve: {unknown}")
         if failed is None:
             # --approve NAMES: a tool a --reload adds later needs approval too.
             server.approval.settle(t.name for t in registry)
@@ -261,11 +263,14 @@ async def _load_modules(workers: Workers, config: HostConfig) -> None:
         await workers.add_modules([ModuleSpec(spec) for spec in config.tools], strict=True)
     except WorkerStartError as exc:
         hint = ""
-        missing = re.search(r"No module named '([^']+)'", str(exc))
+        text = str(exc)
+        missing = re.search(r"No module named '([^']+)'", text.split("\n", 1)[0])
         for spec in config.tools:
             if missing and (spec == missing[1] or spec.startswith(missing[1] + ".")):
                 hint = _not_importable_hint(spec, config.root)
-        raise StartupError(f"toolwire serve: --tools {exc}{hint}") from None
+                # The module itself is missing: the import's traceback says nothing more.
+                text = text.split("\n", 1)[0]
+        raise StartupError(f"toolwire serve: --tools {text}{hint}") from None
     except ToolDefinitionError as exc:
         raise StartupError(f"toolwire serve: --tools: {exc}") from None
     if config.reload:

@@ -17,7 +17,7 @@ from toolwire.framing import DEFAULT_MAX_MESSAGE_SIZE
 from .config import load_config_file
 from .sandbox import SandboxSettings
 
-__all__ = ["HostConfig", "StartupError", "build_parser", "config_from_args"]
+__all__ = ["HostConfig", "StartupError", "build_parser", "check_tool_specs", "config_from_args"]
 
 
 class StartupError(Exception):
@@ -272,3 +272,44 @@ def _workers(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 256:
         raise ValueError(f"workers must be a whole number from 1 to 256, not {value!r}")
     return value
+
+
+def check_tool_specs(specs: list[str]) -> None:
+    """Check the ``--tools`` values before any of them is loaded, so a mistake is one
+    line, not a worker's traceback: a value that looks like a tool argument
+    (``text=hello``: it belongs after the tool's name in ``toolwire call``), a file
+    (``*.py`` or a path) that does not exist, or one whose source does not compile
+    (reported as ``FILE:LINE:COLUMN: message``). Nothing is imported or run; a module
+    name is checked where it is imported.
+
+    Raises:
+        StartupError: the first value that fails; the message starts with
+            ``toolwire serve: --tools VALUE:``.
+    """
+    for spec in specs:
+        path = Path(spec)
+        looks_like_file = spec.endswith(".py") or os.sep in spec or path.is_file()
+        if "=" in spec and not path.exists():
+            raise StartupError(
+                f"toolwire serve: --tools {spec}: not a tool file or module; it looks like a "
+                f"tool argument k=v, which goes after the tool's name "
+                f"('toolwire call NAME {spec}')"
+            )
+        if not looks_like_file:
+            continue
+        if not path.is_file():
+            what = "is not a file" if path.exists() else "no such file"
+            raise StartupError(f"toolwire serve: --tools {spec}: {what}")
+        try:
+            source = path.read_bytes()
+        except OSError as exc:
+            raise StartupError(f"toolwire serve: --tools {spec}: {exc.strerror}") from None
+        try:
+            compile(source, spec, "exec", dont_inherit=True)
+        except SyntaxError as exc:
+            where = f"{spec}:{exc.lineno}" if exc.lineno else spec
+            if exc.lineno and exc.offset:
+                where += f":{exc.offset}"
+            raise StartupError(f"toolwire serve: --tools {spec}: {where}: {exc.msg}") from None
+        except ValueError as exc:  # null bytes in the source
+            raise StartupError(f"toolwire serve: --tools {spec}: {exc}") from None

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 from . import outputs
 from .importpath import scrub_import_path
 from .inputs import configured_bwrap_refusal
-from .options import StartupError, build_parser, config_from_args
+from .options import StartupError, build_parser, check_tool_specs, config_from_args
 from .procs import kill_descendants, set_subreaper
 from .sandbox import SandboxUnavailable, resolve_sandbox
 from .stdio import take_over_stdio
@@ -71,7 +71,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         config = config_from_args(ns)
     except (ValueError, TypeError) as exc:
-        parser.error(str(exc))
+        # A usage error: the reason, one line per problem, and exit 2 (no usage text:
+        # the options were well formed, their values are not).
+        for line in str(exc).splitlines():
+            print(f"toolwire serve: {line}", file=sys.stderr)
+        sys.exit(EXIT_USAGE)
     # The entry point scrubbed the path for the --root it saw; a config file may name
     # another root. Nothing below may import a module from the root (issue: a `write`
     # of PIL/__init__.py ran the model's code in the host at the next image read).
@@ -90,6 +94,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         if not config.root.is_dir():
             raise StartupError(f"toolwire serve: --root {config.root} is not a directory")
+        check_tool_specs(config.tools)
         settings = config.sandbox
         writable: list[str | os.PathLike[str]] = [config.root, *settings.extra_rw_paths]
         if refusal := configured_bwrap_refusal(settings.bwrap, settings.mode, writable):
