@@ -42,22 +42,26 @@ class MissingApiKey(Exception):
 
 
 def check_api_key(ns: argparse.Namespace) -> str | None:
-    """The API key ``toolwire agent`` sends: the value of ``$VAR`` (``--api-key-env``),
-    or None with ``--no-api-key``. Called before the host starts or any request is
-    sent, so a missing key costs nothing.
+    """The API key ``toolwire agent`` sends: the value of ``$VAR`` (``--api-key-env``,
+    default ``OPENAI_API_KEY``), or None when it is unset and the endpoint is not
+    OpenAI's own (``--base-url`` or ``$OPENAI_BASE_URL`` names another: a local server
+    takes none). Called before the host starts or any request is sent, so a missing key
+    costs nothing.
 
     Raises:
-        MissingApiKey: the variable is unset or empty and ``--no-api-key`` is not given.
+        MissingApiKey: no key, and the endpoint is OpenAI's (which refuses every request
+            without one).
     """
-    if ns.no_api_key:
-        return None
     key = os.environ.get(ns.api_key_env)
-    if not key:
+    if key:
+        return key
+    if not (ns.base_url or os.environ.get("OPENAI_BASE_URL")):
         raise MissingApiKey(
-            f"no API key: ${ns.api_key_env} is not set (set it, name another variable "
-            "with --api-key-env, or pass --no-api-key for an endpoint that takes none)"
+            f"no API key: ${ns.api_key_env} is not set, and OpenAI's API needs one (set "
+            "it, name another variable with --api-key-env, or give --base-url for an "
+            "endpoint that takes none)"
         )
-    return key
+    return None
 
 
 async def run_agent_cli(ns: argparse.Namespace) -> int:
@@ -68,12 +72,20 @@ async def run_agent_cli(ns: argparse.Namespace) -> int:
     """
     out = Console(highlight=False)
     err = Console(stderr=True, highlight=False)
+    key = check_api_key(ns)
     provider = OpenAIChatProvider(
         ns.model,
         base_url=ns.base_url,
-        api_key=check_api_key(ns) or "",
+        api_key=key or "",
         stream=ns.stream,
     )
+    if key is None:
+        err.print(
+            f"toolwire agent: ${ns.api_key_env} is not set: no API key is sent to "
+            f"{visible(provider.base_url)}",
+            markup=False,
+            soft_wrap=True,
+        )
     approver = TerminalApprover(err, assume_yes=ns.yes)
     messages: list[Message] = []
     code = 0

@@ -464,13 +464,10 @@ def build_parser() -> argparse.ArgumentParser:
         default="OPENAI_API_KEY",
         metavar="VAR",
         help="environment variable holding the API key (default: OPENAI_API_KEY); "
-        "checked before the host starts",
+        "checked before the host starts: OpenAI's own endpoint needs one, another "
+        "--base-url may take none",
     )
-    ap.add_argument(
-        "--no-api-key",
-        action="store_true",
-        help="send no API key (an endpoint that takes none, e.g. a local server)",
-    )
+
     ap.add_argument("--stream", action="store_true", help="stream the model's answers")
     ap.add_argument("--system", help="the system prompt (the tools' section is appended)")
     ap.add_argument("--max-turns", type=int, default=25, help="model calls per prompt at most")
@@ -691,7 +688,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return run_demo_cli(ns)
     except HostStartError as exc:
-        print(f"toolwire {ns.command}: {exc.message}", file=sys.stderr)
+        for line in exc.message.splitlines() or [""]:
+            print(f"toolwire {ns.command}: {line}", file=sys.stderr)
         return EXIT_USAGE if exc.usage else EXIT_HOST_FAILED
     except UsageError as exc:
         print(f"toolwire {ns.command}: {exc}", file=sys.stderr)

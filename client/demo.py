@@ -134,10 +134,12 @@ def load_plan(path: Path, project: Path | None = None) -> DemoPlan:
 
 
 def find_example() -> Path:
-    """The shipped plan: ``examples/invoice.session.json`` beside the package sources.
+    """The shipped plan: ``demo_project/invoice.session.json`` in the installed package
+    (the wheel carries ``examples/`` there, see pyproject.toml), else
+    ``examples/invoice.session.json`` of a source checkout (an editable install).
 
     Raises:
-        FileNotFoundError: not found (an installed wheel without the examples).
+        FileNotFoundError: neither exists (a broken installation).
     """
     here = Path(__file__).resolve().parent
     for candidate in (
@@ -147,8 +149,8 @@ def find_example() -> Path:
         if candidate.is_file():
             return candidate
     raise FileNotFoundError(
-        "the demo's example project was not found; run 'toolwire demo' from a source "
-        "checkout or pass --plan PLAN.json"
+        "the demo's example project is missing from this installation (reinstall "
+        "toolwire, or pass --plan PLAN.json)"
     )
 
 

@@ -279,7 +279,7 @@ def check_tool_specs(specs: list[str]) -> None:
     line, not a worker's traceback: a value that looks like a tool argument
     (``text=hello``: it belongs after the tool's name in ``toolwire call``), a file
     (``*.py`` or a path) that does not exist, or one whose source does not compile
-    (reported as ``FILE:LINE:COLUMN: message``). Nothing is imported or run; a module
+    (reported as ``FILE:LINE:COLUMN: SyntaxError: message``). Nothing is imported or run; a module
     name is checked where it is imported.
 
     Raises:
@@ -310,6 +310,7 @@ def check_tool_specs(specs: list[str]) -> None:
             where = f"{spec}:{exc.lineno}" if exc.lineno else spec
             if exc.lineno and exc.offset:
                 where += f":{exc.offset}"
-            raise StartupError(f"toolwire serve: --tools {spec}: {where}: {exc.msg}") from None
+            name = type(exc).__name__  # SyntaxError, IndentationError, TabError
+            raise StartupError(f"toolwire serve: --tools {where}: {name}: {exc.msg}") from None
         except ValueError as exc:  # null bytes in the source
             raise StartupError(f"toolwire serve: --tools {spec}: {exc}") from None

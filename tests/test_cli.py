@@ -172,10 +172,17 @@ def test_usage_errors_exit_2() -> None:
     assert run().returncode == 2
 
 
-def test_host_failure_exits_3(tmp_path: Path) -> None:
+def test_a_bad_root_is_a_usage_error(tmp_path: Path) -> None:
     out = run("call", "echo", "text=x", "--root", str(tmp_path / "missing"))
-    assert out.returncode == 3
+    assert out.returncode == 2
     assert "is not a directory" in out.stderr
+
+
+def test_host_failure_exits_3(tmp_path: Path) -> None:
+    # A server that ends before it answers (not a usage error of toolwire's host).
+    out = run("call", "echo", "text=x", "--server", f"{sys.executable} -c pass")
+    assert out.returncode == 3
+    assert "closed the connection" in out.stderr
 
 
 def test_call_help_documents_the_json_switches() -> None:
