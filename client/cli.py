@@ -10,8 +10,13 @@ command line or in an interactive session. ``demo`` runs the recorded coding ses
 of :mod:`toolwire.client.demo` through the agent loop with a scripted model.
 
 ``call`` and ``agent`` take ``--approve NAMES|destructive|all`` (passed on to the
-spawned host: those calls then need approval) and ask on the terminal before each
-such call; ``--yes`` allows them all without asking.
+spawned host: those calls then need approval; a name the host does not serve stops it
+at start) and ask on the terminal before each such call; ``--yes`` allows them all
+without asking. ``list NAME`` shows one tool's whole definition. ``call`` takes every
+``k=v`` word and JSON object as an argument wherever it stands
+(:func:`split_call_argv`). The spawned host's stderr is captured (its start banner
+is not shown; its other lines are, after the command) unless ``-v``; when the host
+refuses its options, its reason is printed as this command's usage error (exit 2).
 
 Exit codes of ``call``: 0 for a result, 1 for an error result (``isError``, an
 unknown tool, invalid arguments), 2 for a usage error, 3 when the host could not be

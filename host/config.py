@@ -42,7 +42,10 @@ def config_schema() -> Any:
     """The pydantic model of a whole ``toolwire.toml``: tables ``host``, ``sandbox`` and
     ``approval``, extra keys forbidden, strict types. Built on first use: pydantic is
     imported only when a config file is read, so ``toolwire serve`` without one starts
-    faster."""
+    faster. It checks shapes only: its defaults are placeholders (the host's defaults are
+    :class:`~toolwire.host.options.HostConfig`'s and
+    :class:`~toolwire.host.sandbox.SandboxSettings`'), and only the keys a file sets are
+    used."""
     from pydantic import BaseModel, ConfigDict, Field, field_validator
 
     strict = ConfigDict(extra="forbid", strict=True)

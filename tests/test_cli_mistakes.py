@@ -327,6 +327,8 @@ def test_agent_without_a_key_stops_before_any_host_or_request(tmp_path: Path) ->
 
 
 def test_list_and_call_do_not_show_the_host_banner(project: Path) -> None:
+    # With -v the host's stderr is passed through as it comes: its start banner says
+    # which bubblewrap runs the commands.
     loud = run("list", "-v", cwd=project)
     assert loud.returncode == 0, loud.stderr
     if "toolwire serve: commands run sandboxed" not in loud.stderr:
@@ -335,3 +337,18 @@ def test_list_and_call_do_not_show_the_host_banner(project: Path) -> None:
         out = run(*args, cwd=project)
         assert out.returncode == 0, out.stderr
         assert "toolwire serve:" not in out.stderr, out.stderr
+
+
+def test_the_hosts_warnings_still_reach_the_user(project: Path) -> None:
+    # Only the start banner is held back: what the host warns about is shown (after the
+    # command, since its stderr is captured).
+    (project / "loud.py").write_text(
+        "import logging\n\nfrom toolwire.host import tool\n\n"
+        "logging.getLogger('toolwire.loud').warning('careful: 4711')\n\n\n"
+        "@tool\ndef quiet() -> str:\n    'Say nothing.'\n    return ''\n"
+    )
+    opts = ["--no-builtins", "--isolation", "none", "--tools", "loud.py"]
+    out = run("list", "--json", *opts, cwd=project)
+    assert out.returncode == 0, out.stderr
+    assert "WARNING toolwire.loud: careful: 4711" in out.stderr, out.stderr
+    assert "toolwire serve:" not in out.stderr
