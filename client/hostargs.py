@@ -92,7 +92,7 @@ def add_host_options(p: argparse.ArgumentParser, *, approval: bool = False) -> N
         "--verbose",
         action="store_true",
         help="show the host's stderr (its start banner, its log) as it comes; without it, "
-        "only the host's warnings and errors are shown, after the command",
+        "the banner is held back and the rest (warnings, errors) shown after the command",
     )
 
 
