@@ -316,3 +316,57 @@ async def test_jpeg_over_the_pixel_bound_is_decoded_reduced(tmp_path: Path) -> N
     assert "original 7000x6000" in note and "image/jpeg" in note
     out = pil.open(io.BytesIO(base64.b64decode(r["content"][1]["data"])))
     assert max(out.size) <= 2000
+
+
+# ------------------------------------------------------------------ damaged images (end to end)
+
+
+def _image(fmt: str) -> bytes:
+    from PIL import Image
+
+    buf = io.BytesIO()
+    if fmt == "AGIF":  # an animation: the later frames are what a cut file loses
+        frames = [Image.new("P", (24, 24), i) for i in range(3)]
+        frames[0].save(buf, "GIF", save_all=True, append_images=frames[1:])
+    else:
+        Image.new("RGB", (64, 48), (200, 10, 30)).save(buf, fmt)
+    return buf.getvalue()
+
+
+def _damaged(fmt: str, how: str) -> bytes:
+    good = _image(fmt)
+    if how == "random":  # the magic number, then noise
+        return good[:16] + bytes((i * 97 + 13) % 256 for i in range(400))
+    if how == "half":
+        return good[: len(good) // 2]
+    if how == "last-byte":
+        return good[:-1]
+    mid = len(good) // 2  # one byte flipped in the middle
+    return good[:mid] + bytes([good[mid] ^ 0xFF]) + good[mid + 1 :]
+
+
+DAMAGED = [
+    (fmt, how)
+    for fmt in ("PNG", "JPEG", "GIF", "AGIF", "WEBP")
+    for how in ("random", "half", "last-byte", "flipped")
+    # A flipped bit in JPEG's entropy-coded data still decodes (to other pixels): the
+    # format has no checksum, and providers take such a file too.
+    if (fmt, how) != ("JPEG", "flipped")
+]
+
+
+@pytest.mark.parametrize(("fmt", "how"), DAMAGED)
+def test_a_damaged_image_is_described_not_sent(host, tmp_path: Path, fmt: str, how: str) -> None:  # type: ignore[no-untyped-def]
+    pytest.importorskip("PIL.Image")
+    data = _damaged(fmt, how)
+    (tmp_path / "pic").write_bytes(data)
+    host.initialize()
+    result = host.call("read", {"path": "pic"})["result"]
+    assert [b["type"] for b in result["content"]] == ["text"], result
+    out = result["content"][0]["text"]
+    assert out.startswith("pic starts like a image/") and "it is not shown" in out, out
+    assert f"({len(data)} bytes)" in out
+    # the whole image still reads as an image
+    (tmp_path / "pic").write_bytes(_image(fmt))
+    result = host.call("read", {"path": "pic"})["result"]
+    assert [b["type"] for b in result["content"]] == ["text", "image"], result

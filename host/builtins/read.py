@@ -15,7 +15,9 @@ import contextlib
 import io
 import os
 import shlex
+import struct
 import threading
+import zlib
 from dataclasses import dataclass, field
 from typing import IO, Annotated, Any, Literal
 
@@ -37,6 +39,7 @@ __all__ = [
     "detect_image",
     "detect_text_encoding",
     "fit_image",
+    "image_problem",
     "read",
 ]
 
@@ -212,6 +215,136 @@ def _convert(img: Any, target: str) -> Any:
         hi = img.getextrema()[1] or 1
         img = img.point(lambda v: v * (255 / hi) if hi > 255 else v).convert("L")
     return img.convert(target)
+
+
+_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def _structure_problem(source: IO[bytes], mime: str, size: int) -> str | None:
+    """What is wrong with the layout of an image file, or None: the checks a decoder
+    that stops at the first frame (Pillow's ``load``) does not make.
+
+    * PNG (ISO/IEC 15948 §5.3): every chunk is whole and its CRC-32 matches, and the
+      chunks run up to ``IEND``;
+    * GIF (GIF89a §27): the blocks run, each whole, up to the trailer byte 0x3B;
+    * WebP (RIFF container): the RIFF size covers the file (a cut file is shorter);
+    * JPEG: left to the decoder, which reports a cut file.
+    """
+    source.seek(0)
+    if mime == "image/png":
+        source.seek(len(_PNG_SIGNATURE))
+        while True:
+            head = source.read(8)
+            if len(head) < 8:
+                return "the file ends before its IEND chunk (it is cut short)"
+            length, kind = struct.unpack(">I4s", head)
+            name = kind.decode("latin-1")
+            crc = zlib.crc32(kind)
+            left = length
+            while left:
+                piece = source.read(min(left, _CHUNK))
+                if not piece:
+                    return f"the file ends inside its {name!r} chunk (it is cut short)"
+                crc = zlib.crc32(piece, crc)
+                left -= len(piece)
+            stored = source.read(4)
+            if len(stored) < 4:
+                return f"the file ends inside its {name!r} chunk (it is cut short)"
+            if struct.unpack(">I", stored)[0] != crc:
+                return f"the CRC of its {name!r} chunk does not match (the data is damaged)"
+            if kind == b"IEND":
+                return None
+    if mime == "image/gif":
+        return _gif_problem(source)
+    if mime == "image/webp":
+        head = source.read(12)
+        declared = struct.unpack("<I", head[4:8])[0] + 8
+        if declared > size:
+            return (
+                f"its RIFF header declares {declared} bytes but the file has {size} "
+                "(it is cut short)"
+            )
+    return None
+
+
+def _gif_problem(source: IO[bytes]) -> str | None:
+    """The block walk of :func:`_structure_problem` for a GIF (header, logical screen,
+    tables, extensions and images, up to the trailer)."""
+    cut = "the file ends before its trailer (it is cut short)"
+
+    def skip(n: int) -> bool:
+        return n == 0 or len(source.read(n)) == n
+
+    def sub_blocks() -> bool:
+        while True:
+            b = source.read(1)
+            if not b:
+                return False
+            if b[0] == 0:
+                return True
+            if not skip(b[0]):
+                return False
+
+    screen = source.read(13)
+    if len(screen) < 13:
+        return cut
+    if screen[10] & 0x80 and not skip(3 << ((screen[10] & 7) + 1)):
+        return cut
+    while True:
+        b = source.read(1)
+        if not b:
+            return cut
+        if b == b";":
+            return None
+        if b == b"!":
+            if not skip(1) or not sub_blocks():
+                return cut
+        elif b == b",":
+            desc = source.read(9)
+            if len(desc) < 9:
+                return cut
+            if desc[8] & 0x80 and not skip(3 << ((desc[8] & 7) + 1)):
+                return cut
+            if not skip(1) or not sub_blocks():
+                return cut
+        else:
+            return f"it holds an unknown block 0x{b[0]:02x} (the data is damaged)"
+
+
+def image_problem(source: IO[bytes], mime: str, size: int) -> str | None:
+    """Why the image in ``source`` (a seekable file of ``size`` bytes starting with the
+    magic number of ``mime``) cannot be shown, or None when it decodes.
+
+    A provider refuses a whole request holding an image it cannot decode ("Could not
+    process image"), and some clients keep that image in every later turn: so an
+    image is only sent after its layout checks out (:func:`_structure_problem`) and
+    Pillow decodes it (``verify``, then ``load`` of its first frame; the pixel bound of
+    :data:`IMAGE_MAX_PIXELS` is checked from the header first, and an image over it is
+    left to :func:`fit_image`, which refuses or reduces it).
+    """
+    problem = _structure_problem(source, mime, size)
+    if problem is not None:
+        return problem
+    try:
+        from PIL import Image
+    except ImportError:  # pragma: no cover - Pillow is a dependency
+        return None
+    try:
+        source.seek(0)
+        with Image.open(source) as img:
+            img.verify()
+        source.seek(0)
+        img, _, _ = _open_image(source, mime)
+        with img:
+            img.load()
+    except (ToolError, Image.DecompressionBombError):
+        return None  # over the pixel bound: fit_image refuses or reduces it
+    except Exception as exc:
+        why = str(exc) if not isinstance(exc, Image.UnidentifiedImageError) else ""
+        return f"it cannot be decoded ({why or 'the decoder does not recognise its data'})"
+    finally:
+        source.seek(0)
+    return None
 
 
 def fit_image(
@@ -505,6 +638,13 @@ def _read_file(
         if mime is not None:
             f = io.BufferedReader(raw)
             f.seek(0)
+            problem = image_problem(f, mime, size)
+            if problem is not None:
+                return ToolResult(
+                    f"{shown} starts like a {mime} image ({size} bytes) but {problem}; it is "
+                    "not shown. Use bash to look inside it (e.g. file, xxd, or identify).",
+                    details={"image": mime, "invalid": problem, "size": size},
+                )
             img, out_mime, note = fit_image(f, mime, size)
             text = f"Read image file {shown} [{out_mime}]"
             if note:
@@ -577,7 +717,8 @@ async def read(
 ) -> ToolResult:
     """Read a file. Text comes back as its lines (at most 2000 lines or 50KB per call;
     use offset and limit to page through larger files). PNG, JPEG, GIF and WebP
-    images come back as images; other binary files as a short description.
+    images come back as images (a damaged one as a note saying what is wrong);
+    other binary files as a short description.
     """
     result: ToolResult = await anyio.to_thread.run_sync(_read_path, ctx.env, path, offset, limit)
     return result
