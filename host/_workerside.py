@@ -343,6 +343,7 @@ def serve(config: dict[str, Any], read_fd: int, write_fd: int) -> None:
             name="worker",
             cancel_dialect="lsp",
         )
+        session.replace_surrogates = False  # the host replaces them for its client
         limit = int(config.get("maxMessageSize", DEFAULT_MAX_MESSAGE_SIZE))
         session.max_send_size = limit
         session.oversized_reply = lambda size: JsonRpcError(

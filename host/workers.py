@@ -564,6 +564,7 @@ class WorkerProcess:
         session.notification_handlers[LOG] = self._log
         session.unknown_method_handler = self._unexpected
         session.max_queued = MAX_QUEUED_FOR_WORKER
+        session.replace_surrogates = False  # the host's own process: arguments as sent
         self.session = session
         tg.start_soon(self._serve, session)
         tg.start_soon(self._watch_exit)

@@ -15,7 +15,14 @@ from typing import Any
 
 import orjson
 
-__all__ = ["MAX_INT_DIGITS", "IntegerTooLong", "JSONDecodeError", "dumps", "loads"]
+__all__ = [
+    "MAX_INT_DIGITS",
+    "IntegerTooLong",
+    "JSONDecodeError",
+    "dumps",
+    "loads",
+    "lone_surrogates_replaced",
+]
 
 JSONDecodeError = ValueError
 """Raised by :func:`loads` for any input that is not one strict UTF-8 JSON text."""
@@ -174,12 +181,16 @@ def loads(data: bytes | bytearray | memoryview | str) -> Any:
         raise ValueError(str(exc if str(error) == "invalid JSON" else error)) from None
 
 
-def dumps(obj: Any) -> bytes:
+def dumps(obj: Any, *, replace_surrogates: bool = False) -> bytes:
     """Serialise to compact UTF-8 JSON bytes with no raw newline characters.
 
     orjson handles almost everything. The stdlib fallback covers integers beyond 64
-    bits and strings holding lone surrogates (which a peer can send as ``"\\ud800"``);
-    those are written as ``\\uXXXX`` escapes, so the output is always valid UTF-8.
+    bits and strings holding lone surrogates (which a peer can send as ``"\\ud800"``,
+    and which a file name that is not UTF-8 decodes to). By default those are written
+    as ``\\uXXXX`` escapes, so the output is always valid UTF-8 and reads back the
+    same (:func:`loads`). With ``replace_surrogates`` (what a session sends: see
+    :func:`lone_surrogates_replaced`) each lone surrogate becomes U+FFFD instead, as
+    a peer's JSON or UTF-8 encoder refuses them (Python's "surrogates not allowed").
     The bytes returned hold their length of memory: orjson's output is copied out of
     the larger buffer it was written into.
 
@@ -191,17 +202,42 @@ def dumps(obj: Any) -> bytes:
     try:
         out = orjson.dumps(obj)
     except TypeError:
-        return _dumps_stdlib(obj)
+        return _dumps_stdlib(obj, replace_surrogates)
     # orjson's output keeps the whole buffer it wrote into: 4 KiB at least, and about
     # ten times the text's length for a long string (room for the worst escaping). A
     # queue of messages would hold that, not their length; a copy holds its length.
     return bytes(memoryview(out))
 
 
-def _dumps_stdlib(obj: Any) -> bytes:
+def lone_surrogates_replaced(text: str) -> str:
+    """``text`` with each lone surrogate (U+D800..U+DFFF not part of a high-low pair)
+    replaced by U+FFFD; a pair held as two code points becomes the one character it
+    encodes in UTF-16 (the Unicode Standard §3.9, D91)."""
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _dumps_stdlib(obj: Any, replace_surrogates: bool = False) -> bytes:
     """The stdlib encoder, given room for :data:`MAX_DEPTH` levels (it recurses per level;
     orjson stops at 255). Nesting deeper than that is a ValueError, never a
-    RecursionError (a cycle is the encoder's own ValueError)."""
+    RecursionError (a cycle is the encoder's own ValueError).
+
+    With ``replace_surrogates``, the ``"id"`` of a message (``obj`` a JSON-RPC object)
+    is kept as the peer sent it: a response carries the request's id unchanged
+    (JSON-RPC 2.0 §5), so a peer that sent a lone surrogate in one reads it back."""
+    if replace_surrogates and type(obj) is dict:
+        rid = obj.get("id")
+        if isinstance(rid, str) and not _encodable(rid):
+            rest = _dumps_stdlib({k: v for k, v in obj.items() if k != "id"}, True)
+            head = b'{"id":' + json.dumps(rid).encode("ascii")
+            return head + (b"}" if rest == b"{}" else b"," + rest[1:])
     limit = sys.getrecursionlimit()
     need = _stack_depth() + 2 * MAX_DEPTH + 64  # the encoder takes two frames a level
     if need > limit:
@@ -211,6 +247,8 @@ def _dumps_stdlib(obj: Any) -> bytes:
         try:
             return text.encode("utf-8")
         except UnicodeEncodeError:
+            if replace_surrogates:
+                return lone_surrogates_replaced(text).encode("utf-8")
             return json.dumps(obj, separators=(",", ":"), allow_nan=False).encode("ascii")
     except RecursionError:
         raise ValueError(f"nested deeper than {MAX_DEPTH} levels") from None

@@ -446,6 +446,13 @@ class Session:
     (method name → callable) before calling :meth:`serve`.
     """
 
+    replace_surrogates = True
+    """Every lone surrogate in a string of an outgoing message becomes U+FFFD (a
+    request's echoed ``id`` aside): no text the peer receives holds one, whatever a
+    handler put in it (a file name that is not UTF-8, a tool module's result, log or
+    error). A host's sessions with its own worker processes turn it off, so a worker's
+    tool gets its arguments as the client sent them (:func:`toolwire._json.dumps`)."""
+
     def __init__(
         self,
         receive: ByteReceiveStream,
@@ -550,7 +557,7 @@ class Session:
     def _send_obj(self, obj: Any) -> None:
         """Queue one message. Raises TypeError/ValueError when it is not JSON-serialisable,
         ValueError when it is over :attr:`max_send_size`."""
-        body = _json.dumps(obj)
+        body = _json.dumps(obj, replace_surrogates=self.replace_surrogates)
         limit = self.max_send_size
         if limit is not None and len(body) > limit:
             raise ValueError(
@@ -624,7 +631,7 @@ class Session:
         nesting too deep for the encoder) becomes -32603 saying why (traceback to the
         log), and one over :attr:`max_send_size` the error :attr:`oversized_reply` makes."""
         try:
-            body = _json.dumps(reply)
+            body = _json.dumps(reply, replace_surrogates=self.replace_surrogates)
         except (TypeError, ValueError, RecursionError) as exc:
             log.exception(
                 "%s: the result for request %r is not JSON-serialisable", self.name, reply.get("id")
@@ -636,7 +643,8 @@ class Session:
                     JsonRpcError(
                         INTERNAL_ERROR, f"Internal error: the result is not valid JSON ({why})"
                     ),
-                )
+                ),
+                replace_surrogates=self.replace_surrogates,
             )
         limit = self.max_send_size
         if limit is not None and len(body) > limit:
@@ -647,7 +655,10 @@ class Session:
                 len(body),
                 limit,
             )
-            return _json.dumps(error_response(reply.get("id"), self.oversized_reply(len(body))))
+            return _json.dumps(
+                error_response(reply.get("id"), self.oversized_reply(len(body))),
+                replace_surrogates=self.replace_surrogates,
+            )
         return body
 
     def _oversized(self, size: int) -> JsonRpcError:

@@ -14,12 +14,22 @@ from ..paths import PathError, open_directory
 from ..results import ToolError, ToolResult
 from ._common import builtin_tool, check_opened_inside, display_path
 
-__all__ = ["list_directory", "ls"]
+__all__ = ["list_directory", "ls", "shown_name"]
+
+
+def shown_name(name: str) -> str:
+    """A file name as the tools show it: the bytes of a name that are not UTF-8 (which
+    Python holds as lone surrogates, PEP 383) become U+FFFD, as find, grep and bash
+    show them; a lone surrogate reaches no client."""
+    if name.isascii():
+        return name
+    return os.fsencode(name).decode("utf-8", "replace")
 
 
 def list_directory(path: str, shown: str, within: Path | None = None) -> list[str]:
     """Entry names of ``path``, dotfiles included, sorted case-insensitively, with
-    ``/`` after directories and ``@`` after symbolic links. Entries are classified
+    ``/`` after directories and ``@`` after symbolic links (a name that is not UTF-8
+    shows U+FFFD for its other bytes: :func:`shown_name`). Entries are classified
     with ``lstat``: a link is never followed, so a link to a host path outside the
     root tells nothing about that path (whether it exists, or is a directory).
     Entries that cannot be examined are left out. With ``within`` (the root), ``path`` is a real
@@ -53,7 +63,7 @@ def list_directory(path: str, shown: str, within: Path | None = None) -> list[st
                     is_dir = not is_link and e.is_dir(follow_symlinks=False)
                 except OSError:
                     continue
-                names.append(e.name + ("@" if is_link else "/" if is_dir else ""))
+                names.append(shown_name(e.name) + ("@" if is_link else "/" if is_dir else ""))
     except OSError as exc:
         raise ToolError(f"Cannot list {shown}: {exc.strerror or type(exc).__name__}") from None
     finally:
@@ -79,6 +89,11 @@ async def ls(
         return ToolResult("(empty directory)", details={"entries": 0})
     body = "\n".join(names[:limit])
     details: dict[str, object] = {"entries": len(names)}
+    if any("\ufffd" in n for n in names[:limit]):
+        body += (
+            "\n\n[Some names are not valid UTF-8: their other bytes are shown as U+FFFD. "
+            "Use bash (e.g. ls -b) to see them.]"
+        )
     if len(names) > limit:
         body += (
             f"\n\n[Showing {limit} of {len(names)} entries. "
