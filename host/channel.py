@@ -36,6 +36,7 @@ __all__ = [
     "ModernChannel",
     "WorkDoneProgress",
     "askable",
+    "check_elicitation",
     "log_params",
 ]
 
@@ -65,7 +66,156 @@ def log_params(level: str, data: Any, logger: str | None) -> dict[str, Any]:
     return params
 
 
-def askable(method: str) -> str:
+_COMMON_KEYS = frozenset({"type", "title", "description", "default"})
+_FORM_KEYS: dict[str, frozenset[str]] = {
+    "string": _COMMON_KEYS | {"minLength", "maxLength", "format", "enum", "enumNames", "oneOf"},
+    "number": _COMMON_KEYS | {"minimum", "maximum"},
+    "integer": _COMMON_KEYS | {"minimum", "maximum"},
+    "boolean": _COMMON_KEYS,
+    "array": _COMMON_KEYS | {"minItems", "maxItems", "items"},
+}
+"""The keywords of each kind of form field (MCP 2025-11-25 ``PrimitiveSchemaDefinition``)."""
+
+_STRING_FORMATS = ("email", "uri", "date", "date-time")
+
+
+def _is_str_list(value: Any) -> bool:
+    return type(value) is list and all(type(v) is str for v in value)
+
+
+def _is_count(value: Any) -> bool:
+    return type(value) is int and value >= 0
+
+
+def _is_number(value: Any) -> bool:
+    return type(value) in (int, float)
+
+
+def _titled_options(value: Any) -> bool:
+    return (
+        type(value) is list
+        and bool(value)
+        and all(
+            type(o) is dict
+            and set(o) == {"const", "title"}
+            and type(o["const"]) is str
+            and type(o["title"]) is str
+            for o in value
+        )
+    )
+
+
+def _field_problem(field: Any) -> str | None:
+    """What makes ``field`` no form field of MCP's subset, or None."""
+    if type(field) is not dict:
+        return "is not a schema object"
+    kind = field.get("type")
+    if type(kind) is not str or kind not in _FORM_KEYS:
+        return (
+            f"has type {kind!r}; a form field is a string, number, integer, boolean or "
+            "an array of enum strings (no objects, nesting, $ref or anyOf/oneOf unions)"
+        )
+    extra = sorted(set(field) - _FORM_KEYS[kind])
+    if extra:
+        return f"uses {', '.join(map(repr, extra))}, which a {kind} form field does not have"
+    for key in ("minLength", "maxLength", "minItems", "maxItems"):
+        if key in field and not _is_count(field[key]):
+            return f"has {key} {field[key]!r}, not a non-negative integer"
+    for key in ("minimum", "maximum"):
+        if key in field and not _is_number(field[key]):
+            return f"has {key} {field[key]!r}, not a number"
+    for key in ("title", "description"):
+        if key in field and type(field[key]) is not str:
+            return f"has a {key} that is not a string"
+    if kind == "string":
+        if "format" in field and field["format"] not in _STRING_FORMATS:
+            return f"has format {field['format']!r}; a form field's format is one of " + (
+                ", ".join(_STRING_FORMATS)
+            )
+        if "enum" in field and not (_is_str_list(field["enum"]) and field["enum"]):
+            return "has an enum that is not a list of strings"
+        if "enumNames" in field and not (
+            "enum" in field
+            and _is_str_list(field["enumNames"])
+            and len(field["enumNames"]) == len(field["enum"])
+        ):
+            return "has enumNames that are not one string per enum value"
+        if "oneOf" in field and not _titled_options(field["oneOf"]):
+            return 'has a oneOf that is not a list of {"const": string, "title": string} options'
+        if "default" in field and type(field["default"]) is not str:
+            return "has a default that is not a string"
+    elif kind == "array":
+        items = field.get("items")
+        plain = (
+            type(items) is dict
+            and set(items) == {"type", "enum"}
+            and items["type"] == "string"
+            and _is_str_list(items["enum"])
+            and bool(items["enum"])
+        )
+        titled = type(items) is dict and set(items) == {"anyOf"} and _titled_options(items["anyOf"])
+        if not (plain or titled):
+            return (
+                'is an array whose items are not {"type": "string", "enum": [...]} or '
+                '{"anyOf": [{"const", "title"}, ...]} (a form has multi-select enums only)'
+            )
+        if "default" in field and not _is_str_list(field["default"]):
+            return "has a default that is not a list of strings"
+    elif kind == "boolean":
+        if "default" in field and type(field["default"]) is not bool:
+            return "has a default that is not a boolean"
+    elif "default" in field and not _is_number(field["default"]):
+        return "has a default that is not a number"
+    return None
+
+
+def check_elicitation(params: Any) -> None:
+    """Refuse an ``elicitation/create`` a client cannot show.
+
+    A form's ``requestedSchema`` is the flat subset of JSON Schema MCP 2025-11-25
+    defines ("Elicitation", ``ElicitRequestFormParams``): ``{"type": "object",
+    "properties": {name: field}, "required"?: [names]}``, each field a string
+    (``minLength``, ``maxLength``, ``format`` email/uri/date/date-time), a number or
+    integer (``minimum``, ``maximum``), a boolean, a single-select enum (``enum``,
+    ``oneOf`` of ``{const, title}``, legacy ``enumNames``) or a multi-select enum (an
+    array of such strings), with ``title``, ``description`` and ``default``. URL mode
+    has no schema.
+
+    Raises:
+        ToolError: the schema is outside that subset; the message names the property
+            and what is wrong with it.
+    """
+    if type(params) is not dict or params.get("mode", "form") != "form":
+        return
+    schema = params.get("requestedSchema")
+    where = "The elicitation's requestedSchema"
+    if type(schema) is not dict or schema.get("type") != "object":
+        raise ToolError(f'{where} must be {{"type": "object", "properties": {{...}}}}')
+    extra = sorted(set(schema) - {"type", "properties", "required", "$schema"})
+    if extra:
+        raise ToolError(
+            f"{where} uses {', '.join(map(repr, extra))}; a form is only type, properties "
+            "and required (MCP 2025-11-25 elicitation)"
+        )
+    properties = schema.get("properties")
+    if type(properties) is not dict:
+        raise ToolError(f"{where} needs properties, an object of form fields")
+    for name, field in properties.items():
+        problem = _field_problem(field)
+        if problem is not None:
+            raise ToolError(
+                f"{where}: property {name!r} {problem} (MCP 2025-11-25 elicitation allows "
+                "only flat primitive fields)"
+            )
+    required = schema.get("required", [])
+    if not _is_str_list(required):
+        raise ToolError(f"{where}: required must be a list of property names")
+    missing = [r for r in required if r not in properties]
+    if missing:
+        raise ToolError(f"{where}: required names {missing[0]!r}, which is not a property")
+
+
+def askable(method: str, params: Any = None) -> str:
     """The client capability a tool's question ``method`` needs.
 
     A tool (in the host or in a worker process) may ask the client only what MCP lets a
@@ -73,13 +223,19 @@ def askable(method: str) -> str:
     (:data:`toolwire.modern.INPUT_METHODS`), in both eras. Anything else, such as the
     host's own ``toolwire/approve``, is refused.
 
+    An ``elicitation/create`` form must be one a client can show
+    (:func:`check_elicitation`).
+
     Raises:
-        ToolError: ``method`` is not one of these; the message names them.
+        ToolError: ``method`` is not one of these (the message names them), or its
+            ``params`` are a form outside MCP's subset.
     """
     capability = INPUT_METHODS.get(method) if type(method) is str else None
     if capability is None:
         allowed = ", ".join(INPUT_METHODS)
         raise ToolError(f"A tool may ask the client only {allowed}; {method!r} is refused")
+    if method == "elicitation/create":
+        check_elicitation(params)
     return capability
 
 
@@ -262,7 +418,7 @@ class LegacyChannel(CallChannel):
             ToolError: the client did not declare the capability in ``initialize``, or
                 answered with an error (the call's result then says so).
         """
-        capability = askable(method)
+        capability = askable(method, params)
         session = self._peer.session
         if type(self.client_capabilities.get(capability)) is not dict or session is None:
             raise ToolError(
@@ -345,7 +501,7 @@ class ModernChannel(CallChannel):
                 tool may ask (:func:`askable`), or a single call's question takes the
                 approval's key :data:`APPROVAL_KEY`.
         """
-        askable(method)
+        askable(method, params)
         round = self._call.round
         if round is None:
             raise ToolError(f"{method} cannot be asked here")

@@ -14,7 +14,7 @@ import anyio.lowlevel
 
 from toolwire.messages import RequestId
 
-from .channel import LOG_LEVELS, CallChannel
+from .channel import LOG_LEVELS, CallChannel, check_elicitation
 from .rounds import InputNeeded
 
 if TYPE_CHECKING:
@@ -190,7 +190,8 @@ class ToolContext:
         Args:
             message: what to ask, shown to the user.
             schema: the form, a flat JSON Schema object (``{"type": "object",
-                "properties": {...}, "required": [...]}``).
+                "properties": {...}, "required": [...]}``) of the primitive fields MCP
+                allows (:func:`~toolwire.host.channel.check_elicitation`).
             key: the ``inputRequests`` key in 2026-07-28 (default ``elicit-N`` for the
                 N-th question of this call); give one to accept answers a client sends
                 before being asked.
@@ -199,13 +200,15 @@ class ToolContext:
             The ElicitResult: ``{"action": "accept"|"decline"|"cancel", "content"?: {...}}``.
 
         Raises:
-            ToolError: 2025-11-25 client without the ``elicitation`` capability (the call
-                fails with that message). In 2026-07-28 the call is answered with an
+            ToolError: ``schema`` is outside MCP's form subset (the message names the
+                property), or a 2025-11-25 client without the ``elicitation``
+                capability (the call fails with that message). In 2026-07-28 the call is answered with an
                 input-required result, or -32021 without the capability, whatever the
                 tool does with the exception raised here (see protocol.md §11.7: the
                 call runs again from the start with the answer).
         """
         params = {"mode": "form", "message": message, "requestedSchema": schema}
+        check_elicitation(params)
         result: dict[str, Any] = await self._ask("elicitation/create", params, key, "elicit")
         return result
 
