@@ -58,6 +58,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MARKER_ENV",
+    "NON_INTERACTIVE_ENV",
     "CommandLimitReached",
     "CommandSlots",
     "RunResult",
@@ -711,6 +712,43 @@ class _Child:
             Sandbox.cleanup(self.wrapped)
 
 
+_NO_EDITOR = (
+    "printf '%s\\n' 'toolwire: no terminal for an editor; give the text another way "
+    "(e.g. git commit -m MESSAGE)' >&2; false"
+)
+"""The editor a tool's process gets: a shell command that says why on stderr and fails.
+Git (and most programs that start an editor) runs it through ``sh -c`` with the file
+appended; a program that execs it directly fails at once (no such file). Either way
+the command ends instead of waiting for keys no one can type."""
+
+NON_INTERACTIVE_ENV: dict[str, str] = {
+    "GIT_EDITOR": _NO_EDITOR,
+    "GIT_SEQUENCE_EDITOR": _NO_EDITOR,
+    "EDITOR": _NO_EDITOR,
+    "VISUAL": _NO_EDITOR,
+    "PAGER": "cat",
+    "GIT_PAGER": "cat",
+    "MANPAGER": "cat",
+    "SYSTEMD_PAGER": "cat",
+    # Vim and Neovim without a terminal (has('ttyin') false) say why and quit; a
+    # script run with vim -es skips VIMINIT and still works.
+    "VIMINIT": "if !has('ttyin') | echoerr 'toolwire: no terminal for an editor; edit files "
+    "with the edit and write tools' | cquit | endif",
+    "GIT_TERMINAL_PROMPT": "0",
+    "GCM_INTERACTIVE": "never",
+    "DEBIAN_FRONTEND": "noninteractive",
+    "PIP_NO_INPUT": "1",
+}
+"""Variables every process a tool starts gets (:func:`run_in_env`), inside the sandbox
+and out, over the host's own (whose ``EDITOR=vim`` would wait for a terminal): such a
+process has no terminal and an empty stdin, so an editor, pager or password prompt would
+wait until the call's timeout. Editors fail with a message (:data:`_NO_EDITOR`; vim
+itself too, through ``VIMINIT``), pagers
+are ``cat``, git and its credential manager never prompt, Debian's and pip's installers
+take their defaults. The tool environment's own variables (``extra_env``) win over these.
+"""
+
+
 async def run_in_env(
     exec_env: ExecEnv,
     argv: Sequence[str],
@@ -725,7 +763,8 @@ async def run_in_env(
     The process runs in ``exec_env.sandbox`` (when it is active), with the
     environment it allows (:meth:`Sandbox.environment`: the ``env_allow`` part of the
     host's environment plus ``exec_env.extra_env``; the host's whole environment plus
-    ``exec_env.extra_env`` when no sandbox is configured), the root mounted read-write,
+    ``exec_env.extra_env`` when no sandbox is configured), the non-interactive defaults
+    of :data:`NON_INTERACTIVE_ENV` between the two, the root mounted read-write,
     and the runner's guarantees of :func:`run_command`.
 
     Args:
@@ -740,11 +779,12 @@ async def run_in_env(
         see :func:`run_command`.
     """
     sandbox = exec_env.sandbox
+    extra = {**NON_INTERACTIVE_ENV, **exec_env.extra_env}
     if sandbox is None:
         env = dict(os.environ)
-        env.update(exec_env.extra_env)
+        env.update(extra)
     else:
-        env = sandbox.environment(os.environ, exec_env.extra_env)
+        env = sandbox.environment(os.environ, extra)
     return await run_command(
         argv,
         cwd=exec_env.cwd if cwd is None else cwd,

@@ -6,6 +6,7 @@ import codecs
 import functools
 import logging
 import os
+import re
 import signal
 import time
 from collections import deque
@@ -25,7 +26,7 @@ from ..termtext import TerminalText
 from ..truncate import MAX_BYTES, MAX_LINES, Truncation, format_size, truncate_tail
 from ._common import builtin_tool
 
-__all__ = ["OutputCollector", "bash", "find_shell"]
+__all__ = ["TERMINAL_HINT", "OutputCollector", "bash", "find_shell"]
 
 _ROLLING_CHARS = 2 * MAX_BYTES
 """Characters of recent output kept in memory (enough for a full tail at the byte limit)."""
@@ -40,6 +41,24 @@ _MESSAGE_CHARS = 200
 """Most characters of a progress message (the end of the line is kept)."""
 
 log = logging.getLogger("toolwire.bash")
+
+_WANTS_TERMINAL = re.compile(
+    r"toolwire: no terminal|input is not from a terminal|output is not to a terminal"
+    r"|problem with the editor|terminal prompts disabled|not a tty|not a terminal"
+    r"|error opening terminal|terminal is not fully functional|/dev/tty"
+    r"|inappropriate ioctl for device",
+    re.IGNORECASE,
+)
+"""What programs say when they want a terminal the command does not have: vim, git (its
+editor, its credential prompt), ncurses programs, less, docker, sudo and others."""
+
+TERMINAL_HINT = (
+    "[The command wanted a terminal (an editor, pager or prompt), which bash does not "
+    "have: stdin is empty and nothing can be typed. Run it non-interactively: give the "
+    "input in the command (git commit -m MESSAGE, --yes, a pipe or a here-document), "
+    "use --no-pager, and edit files with the read, edit and write tools.]"
+)
+"""Added to a command's answer when its output says it wanted a terminal."""
 
 
 @functools.cache
@@ -234,7 +253,8 @@ async def bash(
 ) -> ToolResult:
     """Run a shell command with bash in the working directory and return its output.
 
-    stdout and stderr are merged; stdin is empty. The answer shows the output as a
+    stdout and stderr are merged; stdin is empty and there is no terminal (editors
+    fail with a message, pagers are cat, git never prompts). The answer shows the output as a
     terminal would (colour and cursor codes removed, a line redrawn with \\r shown in its
     last state, other control characters as U+FFFD): the last 2000 lines or 50KB,
     whichever is less; a longer output is saved whole (raw) to a file whose path the
@@ -330,5 +350,8 @@ async def bash(
             hint = f" (128+{code - 128}: a process killed by {_signal_name(code - 128)})"
         parts.append(f"[Command failed with exit code {code}{hint}]")
         is_error = True
+    if _WANTS_TERMINAL.search(shown):
+        details["wantedTerminal"] = True
+        parts.append(TERMINAL_HINT)
     text = "\n\n".join(p for p in parts if p) or "(no output)"
     return ToolResult(text, details=details, is_error=is_error)
