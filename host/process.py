@@ -37,6 +37,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from . import outputs
+from .errpump import buffer_stderr, flush_stderr
 from .importpath import scrub_import_path
 from .inputs import configured_bwrap_refusal
 from .options import StartupError, build_parser, check_tool_specs, config_from_args
@@ -81,6 +82,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     # of PIL/__init__.py ran the model's code in the host at the next image read).
     scrub_import_path([config.root])
     read_fd, write_fd = take_over_stdio()
+    buffer_stderr()  # no write to stderr ever waits for the client to read it
     logging.basicConfig(
         stream=sys.stderr,
         level=getattr(logging, config.log_level.upper()),
@@ -159,6 +161,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         outputs.remove_directory()
         logging.shutdown()
         sys.stderr.flush()
+        flush_stderr()
     # Worker threads stuck in synchronous tools must not keep the process alive.
     os._exit(code)
 
