@@ -51,6 +51,7 @@ class StderrPump:
         """Bytes dropped so far (all told)."""
         self._unsaid = 0  # dropped bytes the stream has not been told about yet
         self._writing = False
+        self._writes = 0  # writes to the real stderr completed
         self._eof = False
         self._last_newline = True
         threading.Thread(target=self._read_loop, name="stderr-reader", daemon=True).start()
@@ -93,10 +94,13 @@ class StderrPump:
                 if data:
                     self._last_newline = data.endswith(b"\n")
                 lead = b"" if self._last_newline else b"\n"
-                data += lead + (
-                    f"[toolwire: {unsaid} bytes of stderr dropped: the host's stderr was "
-                    "not read while they were written]\n"
-                ).encode()
+                data += (
+                    lead
+                    + (
+                        f"[toolwire: {unsaid} bytes of stderr dropped: the host's stderr was "
+                        "not read while they were written]\n"
+                    ).encode()
+                )
             try:
                 view = memoryview(data)
                 while view:
@@ -108,6 +112,7 @@ class StderrPump:
                 pass  # stderr is gone: what is written there is lost, nothing waits
             with self._cond:
                 self._writing = False
+                self._writes += 1
                 self._cond.notify_all()
 
     def _pending_in_pipe(self) -> int:
@@ -117,19 +122,25 @@ class StderrPump:
             return 0
         return int.from_bytes(buf, "little")
 
-    def flush(self, timeout: float) -> bool:
+    def flush(self, timeout: float, stalled: float = 0.1) -> bool:
         """Wait up to ``timeout`` seconds until everything written so far reached the
-        real stderr (the process is about to exit); False when it did not."""
-        deadline = time.monotonic() + timeout
+        real stderr (the process is about to exit); False when it did not, or as soon
+        as one write to the real stderr has waited ``stalled`` seconds (nobody reads
+        it: the exit is not delayed for a reader that is not there)."""
+        start = time.monotonic()
+        deadline = start + timeout
+        writes, since = self._writes, start
         while True:
             with self._cond:
                 idle = not self._chunks and not self._unsaid and not self._writing
                 if idle and self._pending_in_pipe() == 0:
                     return True
-                left = deadline - time.monotonic()
-                if left <= 0:
+                now = time.monotonic()
+                if self._writes != writes or not self._writing:
+                    writes, since = self._writes, now
+                if now >= deadline or now - since >= stalled:
                     return False
-                self._cond.wait(min(left, 0.05))
+                self._cond.wait(min(deadline - now, 0.02))
 
 
 _pump: StderrPump | None = None
