@@ -326,7 +326,7 @@ def image_problem(source: IO[bytes], mime: str, size: int) -> str | None:
     if problem is not None:
         return problem
     try:
-        from PIL import Image
+        from PIL import Image, UnidentifiedImageError
     except ImportError:  # pragma: no cover - Pillow is a dependency
         return None
     try:
@@ -340,7 +340,7 @@ def image_problem(source: IO[bytes], mime: str, size: int) -> str | None:
     except (ToolError, Image.DecompressionBombError):
         return None  # over the pixel bound: fit_image refuses or reduces it
     except Exception as exc:
-        why = str(exc) if not isinstance(exc, Image.UnidentifiedImageError) else ""
+        why = str(exc) if not isinstance(exc, UnidentifiedImageError) else ""
         return f"it cannot be decoded ({why or 'the decoder does not recognise its data'})"
     finally:
         source.seek(0)
