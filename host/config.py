@@ -8,7 +8,8 @@ its own, so files a tool writes cannot reconfigure the next host). Tables:
   options of the same names;
 * ``[sandbox]``: see :class:`toolwire.host.sandbox.SandboxSettings`;
 * ``[approval]``: ``policy`` (a list of tool names, ``"destructive"`` or ``"all"``) and
-  ``timeout`` (seconds).
+  ``timeout`` (seconds);
+* ``[http]``: serve Streamable HTTP (:mod:`toolwire.host.httpconfig`).
 
 The whole file is checked against a schema (:func:`config_schema`, pydantic) before any
 of it is used: unknown tables and keys are errors, and types are strict — a string
@@ -29,7 +30,7 @@ from typing import Annotated, Any, Literal
 
 __all__ = ["ConfigError", "config_schema", "key_line", "load_config_file"]
 
-_TABLES = ("host", "sandbox", "approval")
+_TABLES = ("host", "sandbox", "approval", "http")
 
 
 class ConfigError(ValueError):
@@ -94,11 +95,33 @@ def config_schema() -> Any:
                 f"such string, not {_toml_type(value)}"
             )
 
+    class OAuthTable(BaseModel):  # toolwire.host.httpconfig.OAuthSettings
+        model_config = strict
+        issuer: str
+        jwks: str
+        audience: str | None = None
+        resource: str | None = None
+        tool_scopes: dict[str, list[str]] = {}
+        algorithms: list[str] = []
+
+    class HttpTable(BaseModel):  # toolwire.host.httpconfig.HttpSettings
+        model_config = strict
+        listen: str | None = None
+        token_file: str | None = None
+        allow_unauthenticated: bool = False
+        allowed_hosts: list[str] = []
+        allowed_origins: list[str] = []
+        session_idle_timeout: Annotated[float, Field(gt=0)] = 1800.0
+        body_timeout: Annotated[float, Field(gt=0)] = 30.0
+        path: str = "/mcp"
+        oauth: OAuthTable | None = None
+
     class ConfigFileModel(BaseModel):
         model_config = strict
         host: HostTable = HostTable()
         sandbox: SandboxTable = SandboxTable()
         approval: ApprovalTable = ApprovalTable()
+        http: HttpTable = HttpTable()
 
     return ConfigFileModel
 

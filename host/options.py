@@ -15,6 +15,7 @@ from typing import Any, Literal
 from toolwire.framing import DEFAULT_MAX_MESSAGE_SIZE
 
 from .config import load_config_file
+from .httpconfig import HttpSettings, add_http_arguments, http_settings_from
 from .sandbox import SandboxSettings
 
 __all__ = ["HostConfig", "StartupError", "build_parser", "check_tool_specs", "config_from_args"]
@@ -53,6 +54,8 @@ class HostConfig:
         reload: watch the tool modules' files and reload them on change (``--reload``).
         config_file: the ``--config`` file the settings were read from (None: none);
             a host input (:mod:`toolwire.host.inputs`).
+        http: serve Streamable HTTP with these settings instead of stdio (None: stdio;
+            :mod:`toolwire.host.httpconfig`).
     """
 
     root: Path = field(default_factory=Path.cwd)
@@ -72,6 +75,7 @@ class HostConfig:
     workers: int = field(default_factory=lambda: os.cpu_count() or 1)
     reload: bool = False
     config_file: Path | None = None
+    http: HttpSettings | None = None
 
 
 def _message_size(text: str) -> int:
@@ -193,6 +197,7 @@ def build_parser(prog: str = "toolwire serve") -> argparse.ArgumentParser:
         default=None,
         help="seconds to wait for the client's approval answer (default: 120)",
     )
+    add_http_arguments(p)
     return p
 
 
@@ -210,7 +215,12 @@ def config_from_args(ns: argparse.Namespace) -> HostConfig:
     if getattr(ns, "config", None) is not None:
         tables = load_config_file(ns.config)
     host = dict(tables["host"])
-    known = set(HostConfig.__dataclass_fields__) - {"sandbox", "approve", "approval_timeout"}
+    known = set(HostConfig.__dataclass_fields__) - {
+        "sandbox",
+        "approve",
+        "approval_timeout",
+        "http",
+    }
     unknown = set(host) - known
     if unknown:
         raise ValueError(f"unknown [host] settings: {sorted(unknown)}")
@@ -250,6 +260,7 @@ def config_from_args(ns: argparse.Namespace) -> HostConfig:
             workers=_workers(pick(ns.workers, "workers", os.cpu_count() or 1)),
             reload=bool(pick(ns.reload, "reload", False)),
             config_file=getattr(ns, "config", None),
+            http=http_settings_from(ns, tables.get("http", {})),
         )
     )
 

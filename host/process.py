@@ -130,19 +130,29 @@ def main(argv: Sequence[str] | None = None) -> None:
             print(f"toolwire serve: {sandbox.banner()}", file=sys.stderr, flush=True)
         if notice := inputs.notice(config.root):
             print(f"toolwire serve: {notice}", file=sys.stderr, flush=True)
-        code = anyio.run(
-            functools.partial(
-                run_host,
-                sandbox=sandbox,
-                guard=_ProcessGuard(EXIT_GRACE, read_fd),
-                inputs=inputs,
-            ),
-            config,
-            read_fd,
-            write_fd,
-            registry,
-            backend="asyncio",
-        )
+        if config.http is not None:
+            from .http import serve_http
+
+            code = anyio.run(
+                functools.partial(serve_http, sandbox=sandbox, inputs=inputs),
+                config,
+                registry,
+                backend="asyncio",
+            )
+        else:
+            code = anyio.run(
+                functools.partial(
+                    run_host,
+                    sandbox=sandbox,
+                    guard=_ProcessGuard(EXIT_GRACE, read_fd),
+                    inputs=inputs,
+                ),
+                config,
+                read_fd,
+                write_fd,
+                registry,
+                backend="asyncio",
+            )
     except StartupError as exc:
         print(exc, file=sys.stderr)
         code = EXIT_USAGE

@@ -4,6 +4,7 @@ hooks that run around calls (:mod:`toolwire.host.hooks`)."""
 from __future__ import annotations
 
 import base64
+import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -150,6 +151,11 @@ class Registry:
     def on_change(self, listener: Callable[[], None]) -> None:
         """Call ``listener()`` after every registration change."""
         self._listeners.append(listener)
+
+    def off_change(self, listener: Callable[[], None]) -> None:
+        """Stop calling ``listener`` (one added with :meth:`on_change`; else nothing)."""
+        with contextlib.suppress(ValueError):
+            self._listeners.remove(listener)
 
     def _changed(self) -> None:
         self._defs = None

@@ -1,0 +1,190 @@
+"""``toolwire serve --http``: both MCP eras over real Streamable HTTP (uvicorn on an
+ephemeral loopback port, httpx as the client; no bridge, no mocks)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.http_support import (
+    LEGACY_HEADERS,
+    MODERN,
+    HttpHost,
+    http_host,
+    initialize_body,
+    modern_request,
+    sse_messages,
+)
+
+TIMEOUT = httpx.Timeout(60.0)
+
+
+@pytest.fixture(scope="module")
+def host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpHost]:
+    root = tmp_path_factory.mktemp("root")
+    with http_host(root) as h:
+        yield h
+
+
+def post(h: HttpHost, body: Any, headers: dict[str, str]) -> httpx.Response:
+    return httpx.post(h.url, json=body, headers=headers, timeout=TIMEOUT)
+
+
+def open_session(h: HttpHost, capabilities: dict[str, Any] | None = None) -> str:
+    r = post(h, initialize_body(0, capabilities), LEGACY_HEADERS)
+    assert r.status_code == 200, r.text
+    sid = r.headers["mcp-session-id"]
+    assert r.json()["result"]["protocolVersion"] == "2025-11-25"
+    r = post(
+        h,
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {**LEGACY_HEADERS, "Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"},
+    )
+    assert r.status_code == 202 and r.content == b""
+    return sid
+
+
+def session_headers(sid: str) -> dict[str, str]:
+    return {**LEGACY_HEADERS, "Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"}
+
+
+def test_health_and_ready(host: HttpHost) -> None:
+    assert httpx.get(host.base + "/healthz").json() == {"status": "ok"}
+    assert httpx.get(host.base + "/readyz").status_code == 200
+
+
+def test_modern_list_and_call_as_json(host: HttpHost) -> None:
+    body, headers = modern_request(1, "tools/list")
+    r = post(host, body, headers)
+    assert r.status_code == 200
+    assert r.headers["content-type"] == "application/json"
+    result = r.json()["result"]
+    assert result["resultType"] == "complete"
+    assert "hold" in {t["name"] for t in result["tools"]}
+    assert "mcp-session-id" not in r.headers  # stateless: never minted
+
+    body, headers = modern_request(2, "tools/call", {"name": "steps", "arguments": {"n": 2}})
+    r = post(host, body, headers)
+    assert r.status_code == 200 and r.json()["id"] == 2
+    assert r.json()["result"]["content"][0]["text"] == "done"
+
+
+def test_modern_progress_and_logs_stream_as_sse(host: HttpHost) -> None:
+    body, headers = modern_request(
+        "p",
+        "tools/call",
+        {"name": "steps", "arguments": {"n": 3}, "_meta": {"progressToken": "tok"}},
+        **{"io.modelcontextprotocol/logLevel": "info"},
+    )
+    r = post(host, body, headers)
+    assert r.status_code == 200
+    assert r.headers["content-type"].startswith("text/event-stream")
+    messages = sse_messages(r.text)
+    progress = [m for m in messages if m.get("method") == "notifications/progress"]
+    assert [m["params"]["progress"] for m in progress] == [1, 2, 3]
+    assert all(m["params"]["progressToken"] == "tok" for m in progress)
+    assert any(m.get("method") == "notifications/message" for m in messages)
+    assert messages[-1]["id"] == "p"
+    assert messages[-1]["result"]["content"][0]["text"] == "done"
+    assert not any("method" in m and "id" in m for m in messages)  # no requests on it
+
+
+def test_modern_unknown_method_is_404(host: HttpHost) -> None:
+    for method in ("initialize", "ping", "unknown/method"):
+        body, headers = modern_request(7, method)
+        r = post(host, body, headers)
+        assert r.status_code == 404, method
+        assert r.json()["error"]["code"] == -32601 and r.json()["id"] == 7
+
+
+def test_modern_header_mismatch_is_400_32020(host: HttpHost) -> None:
+    body, headers = modern_request(3, "tools/list")
+    cases = [
+        {**headers, "Mcp-Method": "prompts/list"},
+        {**headers, "Mcp-Method": "TOOLS/LIST"},
+        {k: v for k, v in headers.items() if k != "Mcp-Method"},
+    ]
+    for bad in cases:
+        r = post(host, body, bad)
+        assert r.status_code == 400, bad
+        assert r.json()["error"]["code"] == -32020 and r.json()["id"] == 3
+    body, headers = modern_request(4, "tools/call", {"name": "steps", "arguments": {"n": 1}})
+    for bad in (
+        {**headers, "Mcp-Name": "hold"},
+        {k: v for k, v in headers.items() if k != "Mcp-Name"},
+        {
+            **headers,
+            "Mcp-Name": "=?base64?c3RlcHM?=",
+        },  # bad padding
+    ):
+        r = post(host, body, bad)
+        assert r.status_code == 400 and r.json()["error"]["code"] == -32020, bad
+    ok = post(host, body, {**headers, "Mcp-Name": "=?base64?c3RlcHM=?="})  # "steps"
+    assert ok.status_code == 200 and "result" in ok.json()
+    # the version header must equal the body's version
+    body, headers = modern_request(5, "tools/list")
+    body["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = "v999.0.0"
+    r = post(host, body, headers)
+    assert r.status_code == 400 and r.json()["error"]["code"] == -32020
+    # both saying an unserved version: -32022
+    r = post(host, body, {**headers, "MCP-Protocol-Version": "v999.0.0"})
+    assert r.status_code == 400 and r.json()["error"]["code"] == -32022
+    assert r.json()["error"]["data"]["requested"] == "v999.0.0"
+
+
+def test_modern_missing_envelope_is_400_32602(host: HttpHost) -> None:
+    body, headers = modern_request(6, "tools/list")
+    del body["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]
+    r = post(host, body, headers)
+    assert r.status_code == 400 and r.json()["error"]["code"] == -32602 and r.json()["id"] == 6
+
+
+def test_modern_get_and_delete_are_405(host: HttpHost) -> None:
+    for method in ("GET", "DELETE"):
+        r = httpx.request(method, host.url, headers={"MCP-Protocol-Version": MODERN})
+        assert r.status_code == 405 and r.headers["allow"] == "POST"
+    r = httpx.request("PUT", host.url, content=b"{}")
+    assert r.status_code == 405 and "POST" in r.headers["allow"]
+    r = httpx.get(host.url)  # no session: no standalone stream
+    assert r.status_code == 405
+
+
+def test_modern_notification_is_202(host: HttpHost) -> None:
+    _, headers = modern_request(0, "tools/list")
+    r = post(host, {"jsonrpc": "2.0", "method": "notifications/cancelled"}, headers)
+    assert r.status_code == 202 and r.content == b""
+
+
+def test_legacy_session_lifecycle(host: HttpHost) -> None:
+    sid = open_session(host)
+    r = post(host, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, session_headers(sid))
+    assert r.status_code == 200
+    assert "hold" in {t["name"] for t in r.json()["result"]["tools"]}
+    r = post(
+        host,
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "steps", "arguments": {"n": 2}, "_meta": {"progressToken": 9}},
+        },
+        session_headers(sid),
+    )
+    assert r.headers["content-type"].startswith("text/event-stream")
+    messages = sse_messages(r.text)
+    assert [
+        m["params"]["progress"] for m in messages if "progressToken" in m.get("params", {})
+    ] == [1, 2]
+    assert messages[-1]["result"]["content"][0]["text"] == "done"
+    # unknown method in the legacy era: JSON-RPC error under 200
+    r = post(host, {"jsonrpc": "2.0", "id": 3, "method": "nope"}, session_headers(sid))
+    assert r.status_code == 200 and r.json()["error"]["code"] == -32601
+    r = httpx.delete(host.url, headers=session_headers(sid))
+    assert r.status_code == 200
+    r = post(host, {"jsonrpc": "2.0", "id": 4, "method": "tools/list"}, session_headers(sid))
+    assert r.status_code == 404
+    r = post(host, {"jsonrpc": "2.0", "id": 5, "method": "tools/list"}, LEGACY_HEADERS)
+    assert r.status_code == 400  # no session id at all
