@@ -54,6 +54,7 @@ from toolwire.errors import (
     PARSE_ERROR,
     JsonRpcError,
 )
+from toolwire.extensions import CALL_BATCH
 from toolwire.messages import error_response, is_valid_id
 from toolwire.modern import (
     DISCOVER,
@@ -69,6 +70,14 @@ from .approval import ApprovalPolicy
 from .connection import _load_modules, build_registry, describe, start_workers
 from .context import ExecEnv
 from .executor import Executor
+from .httpauth import (
+    Authenticator,
+    AuthFailure,
+    Principal,
+    PrincipalSigner,
+    current_principal,
+    metadata_path,
+)
 from .httpconfig import LOOPBACK_NAMES, HttpSettings
 from .inputs import HostInputs, activate, deactivate
 from .inputs_collect import check_configured_bwrap, collect
@@ -440,6 +449,8 @@ class HttpHost:
             *(f"{s}://{n}" for s in ("http", "https") for n in LOOPBACK_NAMES),
             *settings.allowed_origins,
         ]
+        shown = f"[{settings.host}]" if ":" in settings.host else settings.host
+        self.auth = Authenticator(settings, f"http://{shown}:{settings.port}{settings.path}")
         self.ready = False
         self.startup_error: BaseException | None = None
         self.sessions: dict[str, _LegacySession] = {}
@@ -476,6 +487,7 @@ class HttpHost:
         self._approval = ApprovalPolicy.parse(config.approve)
         self._instructions = describe(config, env, inputs)
         self._primary = self._new_server()
+        self._primary.modern.signer = PrincipalSigner()  # rounds bound to their principal
         activate(inputs)
         try:
             async with anyio.create_task_group() as tg:
@@ -571,6 +583,21 @@ class HttpHost:
         headers = _Headers(scope)
         if headers.count("host") != 1 or not _host_allowed(headers.get("host"), self.allowed_hosts):
             raise _Refusal(421, INVALID_REQUEST, "Invalid Host header")
+        if self.auth.oauth is not None and path == metadata_path(self.auth.resource):
+            if method not in ("GET", "HEAD"):
+                raise _Refusal(
+                    405, INVALID_REQUEST, "Method not allowed", headers=[(b"allow", b"GET")]
+                )
+            await _send_json(
+                send,
+                200,
+                self.auth.metadata(),
+                [
+                    (b"access-control-allow-origin", b"*"),
+                    (b"cache-control", b"public, max-age=3600"),
+                ],
+            )
+            return
         origin = headers.get("origin")
         if headers.count("origin") > 1 or (
             origin is not None and not _origin_allowed(origin, self.allowed_origins)
@@ -582,7 +609,8 @@ class HttpHost:
                 INVALID_REQUEST,
                 f"Not found: {path} (the MCP endpoint is {self.settings.path})",
             )
-        principal = self._authenticate(headers)
+        principal = await self._authenticate(headers)
+        current_principal.set(principal.name)
         if not self.ready:
             raise _Refusal(503, INTERNAL_ERROR, "The host is starting or stopping")
         version = headers.get("mcp-protocol-version")
@@ -611,33 +639,53 @@ class HttpHost:
                 headers=[(b"allow", b"GET, POST, DELETE")],
             )
 
-    def _authenticate(self, headers: _Headers) -> str:
-        """The principal of a request ("anonymous" without authentication).
+    async def _authenticate(self, headers: _Headers) -> Principal:
+        """The principal of a request (anonymous without authentication).
 
         Raises:
             _Refusal: 401 with ``WWW-Authenticate`` (RFC 6750 §3) when a token is needed
-                and missing or wrong.
+                and missing or invalid.
         """
-        token = self.settings.token
-        if token is None:
-            return "anonymous"
-        value = headers.get("authorization") or ""
-        scheme, _, given = value.partition(" ")
-        given = given.strip()
-        if headers.count("authorization") == 1 and scheme.lower() == "bearer" and given:
-            if hmac.compare_digest(given.encode("utf-8"), token.encode("utf-8")):
-                return "token"
-            challenge = b'Bearer realm="toolwire", error="invalid_token"'
-        else:
-            challenge = b'Bearer realm="toolwire"'
-        raise _Refusal(
-            401,
-            INVALID_REQUEST,
-            "Unauthorized: this endpoint needs 'Authorization: Bearer <token>'",
-            headers=[(b"www-authenticate", challenge)],
-        )
+        try:
+            return await self.auth.authenticate(headers.values.get("authorization", []))
+        except AuthFailure as exc:
+            raise _Refusal(
+                exc.status,
+                INVALID_REQUEST,
+                str(exc),
+                headers=[(b"www-authenticate", exc.challenge.encode("latin-1"))],
+            ) from None
 
-    def _session(self, headers: _Headers, principal: str, *, required_for: str) -> _LegacySession:
+    def _check_scopes(self, principal: Principal, obj: dict[str, Any]) -> None:
+        """403 ``insufficient_scope`` before a call whose tool needs scopes the token
+        lacks (checked before any response byte: a 403 cannot follow a 200)."""
+        if self.auth.oauth is None:
+            return
+        method = obj.get("method")
+        params = obj.get("params")
+        if type(params) is not dict:
+            return
+        names: list[str] = []
+        if method == "tools/call" and type(params.get("name")) is str:
+            names.append(params["name"])
+        elif method == CALL_BATCH and type(params.get("calls")) is list:
+            names.extend(
+                c["name"] for c in params["calls"] if type(c) is dict and type(c.get("name")) is str
+            )
+        try:
+            self.auth.check_scopes(principal, names)
+        except AuthFailure as exc:
+            raise _Refusal(
+                exc.status,
+                INVALID_REQUEST,
+                str(exc),
+                id=obj.get("id"),
+                headers=[(b"www-authenticate", exc.challenge.encode("latin-1"))],
+            ) from None
+
+    def _session(
+        self, headers: _Headers, principal: Principal, *, required_for: str
+    ) -> _LegacySession:
         sid = headers.get("mcp-session-id")
         if sid is None:
             if required_for in ("GET", "DELETE"):
@@ -651,7 +699,7 @@ class HttpHost:
         session = self.sessions.get(sid)
         # A session is its creator's: another principal gets the answer of an
         # unknown id (MCP 2025-11-25 security best practices, session hijacking).
-        if session is None or not hmac.compare_digest(session.principal, principal):
+        if session is None or not hmac.compare_digest(session.principal, principal.name):
             raise _Refusal(404, INVALID_REQUEST, "Session not found")
         session.last_used = time.monotonic()
         return session
@@ -694,7 +742,7 @@ class HttpHost:
         headers: _Headers,
         receive: Receive,
         send: Send,
-        principal: str,
+        principal: Principal,
         modern_header: bool,
     ) -> None:
         content_type = _media_types(headers.get("content-type"))
@@ -731,6 +779,7 @@ class HttpHost:
             and headers.get("mcp-protocol-version") is None
             and (is_modern_request(params) or obj.get("method") in (DISCOVER, LISTEN))
         )
+        self._check_scopes(principal, obj)
         if modern:
             await self._post_modern(obj, body, headers, receive, send, sse)
             return
@@ -851,7 +900,7 @@ class HttpHost:
         self,
         obj: dict[str, Any],
         body: bytes,
-        principal: str,
+        principal: Principal,
         receive: Receive,
         send: Send,
         sse: bool,
@@ -862,7 +911,9 @@ class HttpHost:
             raise _Refusal(503, INTERNAL_ERROR, "Too many sessions open", id=obj.get("id"))
         assert self._tg is not None
         sid = secrets.token_urlsafe(24)
-        session = _LegacySession(sid, principal, self._new_server(), self.config.max_message_size)
+        session = _LegacySession(
+            sid, principal.name, self._new_server(), self.config.max_message_size
+        )
         self.sessions[sid] = session
 
         async def run() -> None:
@@ -987,8 +1038,8 @@ class HttpHost:
                     if modern:
                         msg = _json.loads(raw)
                         error = msg.get("error") if type(msg) is dict else None
-                        if type(error) is dict:
-                            status = _MODERN_STATUS.get(error.get("code"), 200)
+                        if type(error) is dict and type(error.get("code")) is int:
+                            status = _MODERN_STATUS.get(error["code"], 200)
                     await send(
                         {
                             "type": "http.response.start",
@@ -1124,7 +1175,12 @@ async def serve_http(
     sock.listen(128)
     sock.setblocking(False)
     port = sock.getsockname()[1]
-    app = create_app(config, settings, registry=registry, sandbox=sandbox, inputs=inputs)
+    settings.port = port
+    try:
+        app = create_app(config, settings, registry=registry, sandbox=sandbox, inputs=inputs)
+    except ValueError as exc:
+        sock.close()
+        raise StartupError(f"toolwire serve: {exc}") from None
     uv_config = uvicorn.Config(
         app,
         lifespan="on",
@@ -1135,6 +1191,7 @@ async def serve_http(
         h11_max_incomplete_event_size=64 * 1024,
         ws="none",
         server_header=False,
+        proxy_headers=False,
         date_header=False,
     )
     server = uvicorn.Server(uv_config)

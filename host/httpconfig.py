@@ -25,6 +25,7 @@ __all__ = [
     "LOOPBACK_NAMES",
     "TOKEN_ENV",
     "HttpSettings",
+    "OAuthSettings",
     "add_http_arguments",
     "http_settings_from",
     "is_loopback",
@@ -52,6 +53,90 @@ _KNOWN = {
 
 
 @dataclass
+class OAuthSettings:
+    """``[http.oauth]``: the host as an OAuth 2.1 resource server (MCP authorization).
+
+    Attributes:
+        issuer: the authorization server's issuer identifier (the ``iss`` a token must
+            carry; listed in the protected resource metadata).
+        jwks: the issuer's JSON Web Key Set: a file path, or an ``https://`` URL
+            (fetched when a token names a key not seen yet, cached five minutes).
+        audience: the ``aud`` a token must name (RFC 8707): this server's resource URL
+            (default: :attr:`resource`).
+        resource: the canonical URL of the MCP endpoint, as clients reach it
+            (default: ``http://HOST:PORT/mcp`` of the bind).
+        tool_scopes: tool name → scopes a token needs to call it (403
+            ``insufficient_scope`` otherwise).
+        algorithms: signature algorithms accepted (never ``none`` or HMAC).
+    """
+
+    issuer: str
+    jwks: str
+    audience: str | None = None
+    resource: str | None = None
+    tool_scopes: dict[str, list[str]] = field(default_factory=dict)
+    algorithms: list[str] = field(
+        default_factory=lambda: [
+            "RS256",
+            "RS384",
+            "RS512",
+            "PS256",
+            "PS384",
+            "PS512",
+            "ES256",
+            "ES384",
+            "ES512",
+            "EdDSA",
+        ]
+    )
+
+    @classmethod
+    def from_table(cls, table: Any) -> OAuthSettings:
+        """Read ``[http.oauth]``.
+
+        Raises:
+            ValueError: missing ``issuer``/``jwks``, unknown keys, wrong types.
+        """
+        if not isinstance(table, dict):
+            raise ValueError("[http.oauth] must be a table")
+        known = {"issuer", "jwks", "audience", "resource", "tool_scopes", "algorithms"}
+        unknown = set(table) - known
+        if unknown:
+            raise ValueError(f"unknown [http.oauth] settings: {sorted(unknown)}")
+        for key in ("issuer", "jwks"):
+            if not isinstance(table.get(key), str) or not table[key]:
+                raise ValueError(f"[http.oauth] needs {key} (a string)")
+        for key in ("audience", "resource"):
+            if key in table and not isinstance(table[key], str):
+                raise ValueError(f"[http.oauth] {key} must be a string")
+        scopes = table.get("tool_scopes", {})
+        if not isinstance(scopes, dict) or not all(
+            isinstance(v, list) and all(isinstance(x, str) for x in v) for v in scopes.values()
+        ):
+            raise ValueError("[http.oauth] tool_scopes maps tool names to lists of scopes")
+        settings = cls(
+            issuer=table["issuer"],
+            jwks=table["jwks"],
+            audience=table.get("audience"),
+            resource=table.get("resource"),
+            tool_scopes={str(k): list(v) for k, v in scopes.items()},
+        )
+        if "algorithms" in table:
+            algorithms = table["algorithms"]
+            if (
+                not isinstance(algorithms, list)
+                or not algorithms
+                or any(
+                    not isinstance(a, str) or a.lower() == "none" or a.upper().startswith("HS")
+                    for a in algorithms
+                )
+            ):
+                raise ValueError("[http.oauth] algorithms: asymmetric JWS algorithms only")
+            settings.algorithms = list(algorithms)
+        return settings
+
+
+@dataclass
 class HttpSettings:
     """How ``toolwire serve --http`` listens and whom it lets in.
 
@@ -69,6 +154,7 @@ class HttpSettings:
             flight, no stream open) before the host ends it.
         body_timeout: seconds a client has to send a whole request body (408 after).
         max_sessions: 2025-11-25 sessions open at once at most (503 beyond).
+        oauth: OAuth 2.1 resource-server settings (None: no OAuth).
     """
 
     host: str = "127.0.0.1"
@@ -81,6 +167,7 @@ class HttpSettings:
     session_idle_timeout: float = 1800.0
     body_timeout: float = 30.0
     max_sessions: int = 1000
+    oauth: OAuthSettings | None = None
 
     @property
     def loopback(self) -> bool:
@@ -89,8 +176,8 @@ class HttpSettings:
 
     @property
     def authenticated(self) -> bool:
-        """True when requests must authenticate (a token is configured)."""
-        return self.token is not None
+        """True when requests must authenticate (a static token or OAuth)."""
+        return self.token is not None or self.oauth is not None
 
 
 def is_loopback(host: str) -> bool:
@@ -210,6 +297,8 @@ def http_settings_from(ns: argparse.Namespace, table: dict[str, Any]) -> HttpSet
         allowed_hosts=strings("allowed_hosts", getattr(ns, "allowed_host", None)),
         allowed_origins=strings("allowed_origins", getattr(ns, "allowed_origin", None)),
     )
+    if "oauth" in table:
+        settings.oauth = OAuthSettings.from_table(table["oauth"])
     if "path" in table:
         path = str(table["path"])
         if not path.startswith("/"):
