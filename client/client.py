@@ -76,6 +76,7 @@ from toolwire.modern import (
 from toolwire.session import ProgressListener, RequestContext, Session
 
 from .approval import ApprovalCallback, decide
+from .http import HttpTransport
 from .modern import Era, InputCallback, InputHandlers, initialize_from_discover
 from .results import Progress, ProgressCallback, ToolReply
 from .transport import (
@@ -230,7 +231,7 @@ class Client:
         on_elicit: InputCallback | None = None,
         on_sample: InputCallback | None = None,
         on_roots: InputCallback | None = None,
-        transport: StdioTransport | None = None,
+        transport: StdioTransport | HttpTransport | None = None,
     ) -> None:
         if (receive is None or send is None) and transport is None:
             raise TypeError("Client needs receive and send streams or a transport")
@@ -303,6 +304,29 @@ class Client:
         transport = StdioTransport(
             command, cwd=cwd, env=env, stderr=stderr, terminate_grace=terminate_grace
         )
+        return cls(transport=transport, **options)
+
+    @classmethod
+    def open_url(
+        cls,
+        url: str,
+        *,
+        token: str | None = None,
+        timeout: float | None = 300.0,
+        headers: dict[str, str] | None = None,
+        **options: Any,
+    ) -> Client:
+        """A client of a host served over MCP Streamable HTTP (``toolwire serve --http``).
+
+        Args:
+            url: the MCP endpoint, e.g. ``http://127.0.0.1:8000/mcp``.
+            token: bearer token sent on every request (``--token-file`` of the host).
+            timeout: seconds to connect and between bytes of an answer (None: no limit).
+            headers: more headers for every request.
+            options: the keyword options of :class:`Client` (``era`` picks the MCP
+                revision as over stdio).
+        """
+        transport = HttpTransport(url, token=token, timeout=timeout, headers=headers)
         return cls(transport=transport, **options)
 
     @classmethod

@@ -22,7 +22,7 @@ from toolwire.errors import JsonRpcError
 if TYPE_CHECKING:
     from .client import Client
 
-__all__ = ["HostStartError", "add_host_options", "spawn_command", "spawn_host"]
+__all__ = ["HostStartError", "add_host_options", "open_client", "spawn_command", "spawn_host"]
 
 HOST_USAGE_EXIT = 2
 """The exit code of a toolwire host refusing its options (``toolwire serve``'s usage error)."""
@@ -94,6 +94,17 @@ def add_host_options(p: argparse.ArgumentParser, *, approval: bool = False) -> N
         help="show the host's stderr (its start banner, its log) as it comes; without it, "
         "the banner is held back and the rest (warnings, errors) shown after the command",
     )
+    g.add_argument(
+        "--url",
+        metavar="URL",
+        help="talk to a host served over Streamable HTTP at URL (toolwire serve --http) "
+        "instead of spawning one",
+    )
+    g.add_argument(
+        "--token-file",
+        metavar="FILE",
+        help="with --url: send the bearer token in FILE (default: $TOOLWIRE_TOKEN)",
+    )
 
 
 def spawn_command(ns: argparse.Namespace) -> list[str]:
@@ -150,6 +161,11 @@ async def spawn_host(ns: argparse.Namespace, **options: Any) -> AsyncIterator[Cl
     """
     from .client import Client
 
+    if getattr(ns, "url", None):
+        # A host served over HTTP (toolwire serve --http): nothing to spawn.
+        async with open_client(ns, **options) as c:
+            yield c
+        return
     captured = not ns.server and not getattr(ns, "verbose", False)
     client = Client.spawn(spawn_command(ns), stderr="capture" if captured else "inherit", **options)
     entered = False
@@ -197,3 +213,29 @@ def _relay(output: str) -> None:
     if any(line.strip() for line in shown):
         sys.stderr.write(visible("\n".join(shown)) + "\n")
         sys.stderr.flush()
+
+
+def open_client(ns: argparse.Namespace, **options: Any) -> Client:
+    """The (not yet entered) client the parsed options describe: over HTTP with
+    ``--url`` (token from ``--token-file`` or ``$TOOLWIRE_TOKEN``), else a spawned host
+    (:func:`spawn_command`).
+
+    Raises:
+        OSError: an unreadable or empty token file (the CLI prints it and exits).
+    """
+    from .client import Client
+
+    url = getattr(ns, "url", None)
+    if not url:
+        return Client.spawn(spawn_command(ns), **options)
+    token_file = getattr(ns, "token_file", None)
+    if token_file:
+        try:
+            token: str | None = Path(token_file).read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise OSError(f"cannot read token file {token_file}: {exc.strerror}") from None
+        if not token:
+            raise OSError(f"token file {token_file} is empty")
+    else:
+        token = os.environ.get("TOOLWIRE_TOKEN") or None
+    return Client.open_url(url, token=token, **options)

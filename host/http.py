@@ -52,6 +52,7 @@ from toolwire.errors import (
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
     PARSE_ERROR,
+    REQUEST_CANCELLED,
     JsonRpcError,
 )
 from toolwire.extensions import CALL_BATCH
@@ -942,6 +943,18 @@ class HttpHost:
         if "id" not in obj or method is None:
             # A notification, or the answer to a server→client request.
             session.inbox.put(body + b"\n")
+            if method == "notifications/cancelled":
+                # Nothing more is sent for a cancelled request; its open response ends
+                # with -32800 so the client's stream is not left open (as python-sdk).
+                params = obj.get("params")
+                rid = params.get("requestId") if type(params) is dict else None
+                exchange = session.exchanges.pop(rid, None) if is_valid_id(rid) else None
+                if exchange is not None:
+                    session._forget_tokens(exchange)
+                    cancelled = error_response(
+                        rid, JsonRpcError(REQUEST_CANCELLED, "Request cancelled")
+                    )
+                    exchange.deliver(_json.dumps(cancelled), final=True)
             await _send_json(send, 202, None)
             return
         rid = obj.get("id")
