@@ -883,6 +883,7 @@ class HttpHost:
             name="http",
         )
         session.request_router = self._primary.modern.route
+        session.unsolicited = lambda: False  # 2026-07-28: only what the request asked for
         inbox.put(body + b"\n")
         async with anyio.create_task_group() as tg:
             tg.start_soon(session.serve)
