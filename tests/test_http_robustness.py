@@ -162,3 +162,26 @@ def test_second_get_stream_is_409(host: HttpHost) -> None:
     assert httpx.get(host.url, headers={**headers, "Accept": "application/json"}).status_code == 406
     assert httpx.delete(host.url, headers=headers).status_code == 200
     still_serving(host)
+
+
+def test_idle_session_expires(tmp_path: Path) -> None:
+    """A 2025-11-25 session with nothing in flight expires after ``session_idle_timeout``
+    ([http]); its id then gets 404, and a new initialize works."""
+    config = tmp_path / "toolwire.toml"
+    config.write_text("[http]\nsession_idle_timeout = 1\n")
+    root = tmp_path / "root"
+    root.mkdir()
+    with http_host(root, ["--config", str(config), "--log-level", "info"]) as h:
+        r = httpx.post(h.url, json=initialize_body(0), headers=LEGACY_HEADERS, timeout=TIMEOUT)
+        sid = r.headers["mcp-session-id"]
+        headers = {**LEGACY_HEADERS, "Mcp-Session-Id": sid}
+        # the host reports it on stderr (asking in the meantime would keep it alive)
+        while True:
+            line = h.lines.get(timeout=60)
+            assert line, "the host exited"
+            if f"session {sid[:8]}… expired" in line:
+                break
+        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+        assert httpx.post(h.url, json=body, headers=headers, timeout=TIMEOUT).status_code == 404
+        r = httpx.post(h.url, json=initialize_body(0), headers=LEGACY_HEADERS, timeout=TIMEOUT)
+        assert r.status_code == 200 and r.headers["mcp-session-id"] != sid
