@@ -196,3 +196,36 @@ async def irr_multiple(ctx: ToolContext) -> str:
         ctx.list_roots(),
     )
     return f"{name.get('action')} / {(reply.get('content') or {}).get('text')} / {len(roots)} roots"
+
+
+# ---------------------------------------------------------------------------- 2025-11-25 only
+# (server→client requests and unsolicited-by-request logs: these scenarios exist only there)
+
+
+@tool(name="test_tool_with_logging")
+async def tool_with_logging(ctx: ToolContext) -> str:
+    """Sends three log messages while it runs."""
+    for i in range(3):
+        await ctx.log("info", f"log message {i + 1}")
+    return "logged three messages"
+
+
+@tool(name="test_sampling")
+async def sampling(prompt: str, ctx: ToolContext) -> str:
+    """Asks the client's model to answer ``prompt``; returns its text."""
+    answer = await ctx.sample(prompt, max_tokens=100)
+    content = answer.get("content")
+    text = content.get("text") if isinstance(content, dict) else None
+    return f"LLM response: {text}"
+
+
+@tool(name="test_elicitation")
+async def elicitation(message: str, ctx: ToolContext) -> str:
+    """Asks the user for a username and an email; returns the answer."""
+    schema = {
+        "type": "object",
+        "properties": {"username": {"type": "string"}, "email": {"type": "string"}},
+        "required": ["username", "email"],
+    }
+    answer = await ctx.elicit(message, schema)
+    return f"User response: {answer.get('action')} {answer.get('content')}"
