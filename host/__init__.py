@@ -16,7 +16,8 @@ Write a tool::
 
 and serve it: ``toolwire serve --tools shout.py``. To serve a connection inside a
 process of your own, await :func:`run_host` with a :class:`HostConfig` and two file
-descriptors (``toolwire serve`` itself is :mod:`toolwire.host.process`).
+descriptors, or :func:`serve_connection` with two anyio byte streams (``toolwire
+serve`` itself is :mod:`toolwire.host.process`).
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ __all__ = [
     "before_tool_call",
     "run_host",
     "run_in_env",
+    "serve_connection",
     "tool",
 ]
 
@@ -84,6 +86,7 @@ __getattr__ = lazy_exports(
         "before_tool_call": ".hooks",
         "run_host": ".connection",
         "run_in_env": ".commands",
+        "serve_connection": ".connection",
         "tool": ".decorator",
     },
 )
@@ -93,7 +96,7 @@ if TYPE_CHECKING:
 
     from .approval import ApprovalPolicy
     from .commands import RunResult, run_in_env
-    from .connection import run_host
+    from .connection import run_host, serve_connection
     from .context import ExecEnv, ToolContext
     from .decorator import tool
     from .definition import Tool, ToolDefinitionError

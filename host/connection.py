@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Protocol
 
 import anyio
+from anyio.abc import ByteReceiveStream, ByteSendStream
 
 from toolwire.session import Session
 from toolwire.streams import FdReceiveStream, FdSendStream
@@ -37,7 +38,15 @@ from .sandbox import Sandbox, resolve_sandbox
 from .server import HostServer
 from .workers import ModuleSpec, Workers, WorkerStartError
 
-__all__ = ["HostConfig", "ProcessGuard", "StartupError", "build_registry", "describe", "run_host"]
+__all__ = [
+    "HostConfig",
+    "ProcessGuard",
+    "StartupError",
+    "build_registry",
+    "describe",
+    "run_host",
+    "serve_connection",
+]
 
 log = logging.getLogger("toolwire.host")
 
@@ -144,10 +153,43 @@ async def run_host(
 ) -> int:
     """Serve one connection on the given descriptors until EOF, ``exit`` or a signal.
 
+    The same as :func:`serve_connection` on :class:`~toolwire.streams.FdReceiveStream`
+    (``read_fd``: a pipe, a socket, a file) and :class:`~toolwire.streams.FdSendStream`
+    (``write_fd``); the other arguments, the result and the errors are that function's.
+    """
+    return await serve_connection(
+        config,
+        FdReceiveStream(read_fd),
+        FdSendStream(write_fd),
+        registry,
+        sandbox=sandbox,
+        guard=guard,
+        inputs=inputs,
+    )
+
+
+async def serve_connection(
+    config: HostConfig,
+    receive: ByteReceiveStream,
+    send: ByteSendStream,
+    registry: Registry | None = None,
+    *,
+    sandbox: Sandbox | None = None,
+    guard: ProcessGuard | None = None,
+    inputs: HostInputs | None = None,
+) -> int:
+    """Serve one connection on the given byte streams until EOF, ``exit`` or a signal.
+
+    The streams carry the framed protocol (``config.framing``; "auto" detects it from
+    the first bytes); ``receive`` ending is the client's end-of-file. Both streams are
+    the caller's: they are left open when the host stops serving. Any anyio byte
+    streams do: the descriptors of :func:`run_host`, a socket, or memory streams (how
+    the tests run the host in their own process).
+
     Args:
         config: the host's options (``config.root`` must be a directory).
-        read_fd: the descriptor requests arrive on (a pipe, a socket, a file).
-        write_fd: the descriptor responses are written to.
+        receive: the stream requests arrive on.
+        send: the stream responses are written to.
         registry: the tools (built from ``config`` with :func:`build_registry` when None).
         sandbox: the resolved sandbox (resolved from ``config.sandbox`` when None).
         guard: the owner of the process (``toolwire serve`` passes its own). When None,
@@ -178,15 +220,15 @@ async def run_host(
         env.sandbox.protected_paths = inputs.paths()
     activate(inputs)
     try:
-        return await _run(config, read_fd, write_fd, registry, env, inputs, guard)
+        return await _run(config, receive, send, registry, env, inputs, guard)
     finally:
         deactivate(inputs)
 
 
 async def _run(
     config: HostConfig,
-    read_fd: int,
-    write_fd: int,
+    receive: ByteReceiveStream,
+    send: ByteSendStream,
     registry: Registry,
     env: ExecEnv,
     inputs: HostInputs,
@@ -203,8 +245,8 @@ async def _run(
         server_description=env.sandbox.describe() if env.sandbox is not None else None,
     )
     session = Session(
-        FdReceiveStream(read_fd),
-        FdSendStream(write_fd),
+        receive,
+        send,
         framing=config.framing,
         max_message_size=config.max_message_size,
         name="host",
