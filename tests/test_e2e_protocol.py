@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from tests.e2e_helpers import FRAMINGS, PROMPT, exits_within, wait_until, wire_host
+from tests.e2e_helpers import FRAMINGS, PROMPT, exits_within, wait_until
+from tests.inproc import wire_host
 
 # ---------------------------------------------------------------------------- lifecycle
 
