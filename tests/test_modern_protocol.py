@@ -1,4 +1,5 @@
-"""MCP 2026-07-28 (stateless) beside 2025-11-25 in one host, through the real host process.
+"""MCP 2026-07-28 (stateless) beside 2025-11-25 in one host, through the real host (run
+in process: tests/inproc.py).
 
 Raw JSON-RPC from tests/hostproc.py: envelope checks in their order, server/discover,
 resultType and server info on every result, caching hints, the same tools, results,
@@ -12,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from tests.e2e_helpers import wait_until, wire_host
+from tests.e2e_helpers import wait_until
+from tests.inproc import wire_host
 
 V = "2026-07-28"
 PV = "io.modelcontextprotocol/protocolVersion"
