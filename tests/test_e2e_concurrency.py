@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from tests import inproc
 from tests.e2e_helpers import FRAMINGS, PROMPT, exits_within, text_of, wait_until, wire_host
 from tests.hostproc import HostProcess
 
@@ -48,7 +49,7 @@ def _pid_alive(pid: int) -> bool:
 
 @pytest.mark.parametrize("framing", FRAMINGS)
 def test_mcp_cancel_interrupts_the_handler_and_sends_nothing(tmp_path: Path, framing: str) -> None:
-    with wire_host(tmp_path, framing) as h:
+    with inproc.wire_host(tmp_path, framing) as h:
         h.send(_call_msg("c1", "block", {"name": "c1", "side": str(tmp_path)}))
         wait_until(lambda: (tmp_path / "c1.started").exists(), what="handler start")
         h.notify("notifications/cancelled", {"requestId": "c1", "reason": "user"})
@@ -69,7 +70,7 @@ def test_mcp_cancel_interrupts_the_handler_and_sends_nothing(tmp_path: Path, fra
 
 @pytest.mark.parametrize("framing", FRAMINGS)
 def test_lsp_cancel_interrupts_the_handler_and_replies_32800(tmp_path: Path, framing: str) -> None:
-    with wire_host(tmp_path, framing) as h:
+    with inproc.wire_host(tmp_path, framing) as h:
         h.send(_call_msg(41, "block", {"name": "l1", "side": str(tmp_path)}))
         wait_until(lambda: (tmp_path / "l1.started").exists(), what="handler start")
         h.notify("$/cancelRequest", {"id": 41})
@@ -101,7 +102,7 @@ def test_cancelling_a_blocked_sync_handler(tmp_path: Path, dialect: str) -> None
 
 
 def test_initialize_cannot_be_cancelled(tmp_path: Path) -> None:
-    with wire_host(tmp_path, initialize=False) as h:
+    with inproc.wire_host(tmp_path, initialize=False) as h:
         h.send(
             {
                 "jsonrpc": "2.0",
@@ -123,7 +124,7 @@ def test_initialize_cannot_be_cancelled(tmp_path: Path) -> None:
 def test_progress_strictly_increasing_and_none_after_the_response(
     tmp_path: Path, framing: str, token: Any
 ) -> None:
-    with wire_host(tmp_path, framing) as h:
+    with inproc.wire_host(tmp_path, framing) as h:
         h.send(_call_msg("p", "progress", {"n": 5}, {"progressToken": token}))
         seen: list[dict[str, Any]] = []
         while True:
@@ -148,7 +149,7 @@ def test_progress_strictly_increasing_and_none_after_the_response(
 
 
 def test_progress_from_a_sync_tool_in_a_thread(tmp_path: Path) -> None:
-    with wire_host(tmp_path) as h:
+    with inproc.wire_host(tmp_path) as h:
         h.send(_call_msg("s", "sync_progress", {"n": 4}, {"progressToken": "t"}))
         r = h.recv_response("s")
         assert text_of(r) == "done"
@@ -166,7 +167,7 @@ def test_progress_from_a_sync_tool_in_a_thread(tmp_path: Path) -> None:
 @pytest.mark.parametrize("framing", FRAMINGS)
 def test_a_slow_call_does_not_delay_a_fast_one(tmp_path: Path, framing: str) -> None:
     release = tmp_path / "release"
-    with wire_host(tmp_path, framing) as h:
+    with inproc.wire_host(tmp_path, framing) as h:
         h.send(_call_msg("slow", "wait_for_file", {"path": str(release), "side": str(tmp_path)}))
         wait_until(lambda: (tmp_path / "waiting").exists(), what="slow call start")
         fast = json.loads(text_of(h.call("stamp", {"delay": 0})))
@@ -211,7 +212,7 @@ def test_eof_exits_promptly_with_blocked_sync_handlers(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("framing", FRAMINGS)
 def test_per_tool_timeout_cancels_and_says_so(tmp_path: Path, framing: str) -> None:
-    with wire_host(tmp_path, framing) as h:
+    with inproc.wire_host(tmp_path, framing) as h:
         r = h.call("sleepy", {"seconds": 30, "side": str(tmp_path)})["result"]
         assert r["isError"] is True
         assert "timed out after 2 seconds" in r["content"][0]["text"]
@@ -226,7 +227,7 @@ def test_per_tool_timeout_cancels_and_says_so(tmp_path: Path, framing: str) -> N
 def test_host_default_timeout(tmp_path: Path) -> None:
     # Timeouts of seconds, not tenths: the calls of 0 s must finish within them even
     # when a loaded machine takes a while to dispatch a call.
-    with wire_host(tmp_path, args=["--timeout", "3"]) as h:
+    with inproc.wire_host(tmp_path, args=["--timeout", "3"]) as h:
         r = h.call("sleep_default", {"seconds": 30})["result"]
         assert r["isError"] is True
         assert "timed out after 3 seconds" in r["content"][0]["text"]
