@@ -11,9 +11,15 @@ import pytest
 from toolwire.host.builtins import builtin_tools
 from toolwire.host.decorator import build_tool
 
-from tests.e2e_helpers import WIRE_TOOLS, text_of, wire_host
+from tests import inproc
+from tests.e2e_helpers import WIRE_TOOLS, text_of
 from tests.hostproc import REPO, HostProcess
 from toolwire.models import CallToolResult, ToolDefinition
+
+WORKERS = ["--isolation", "process"]
+"""For tests of what a handler does (raises, exits, is cancelled by no one, logs from a
+thread, reads its context): in the worker process, as ``toolwire serve`` runs it by
+default; the host itself runs in the test's process (tests/inproc.py)."""
 
 
 def _defs(h: HostProcess) -> dict[str, dict[str, Any]]:
@@ -21,7 +27,7 @@ def _defs(h: HostProcess) -> dict[str, dict[str, Any]]:
 
 
 def test_definitions_on_the_wire(tmp_path: Path) -> None:
-    with wire_host(tmp_path) as h:
+    with inproc.wire_host(tmp_path) as h:
         defs = _defs(h)
     for d in defs.values():
         ToolDefinition.model_validate(d)  # MCP Tool shape
@@ -72,7 +78,7 @@ def test_definitions_on_the_wire(tmp_path: Path) -> None:
 
 
 def test_returns(tmp_path: Path) -> None:
-    with wire_host(tmp_path) as h:
+    with inproc.wire_host(tmp_path) as h:
         typed = h.call("blocks_typed")["result"]
         dicts = h.call("blocks_dicts")["result"]
         for result in (typed, dicts):
@@ -119,7 +125,7 @@ def test_returns(tmp_path: Path) -> None:
 
 
 def test_invalid_arguments_list_every_failing_field_and_what_was_received(tmp_path: Path) -> None:
-    with wire_host(tmp_path) as h:
+    with inproc.wire_host(tmp_path) as h:
         # (tags.1 is an array: a number there would be coerced to its text)
         args = {"query": "", "limit": 99, "tags": ["ok", [5]], "zzz": True}
         r = h.call("search", args)["result"]
@@ -152,7 +158,7 @@ def test_invalid_arguments_list_every_failing_field_and_what_was_received(tmp_pa
 
 
 def test_a_raising_handler_becomes_an_error_result_without_traceback(tmp_path: Path) -> None:
-    with wire_host(tmp_path) as h:
+    with inproc.wire_host(tmp_path, args=WORKERS) as h:
         for name in ("fail", "fail_sync"):
             r = h.call(name, {"message": "disk on fire"})
             assert r["result"]["isError"] is True
@@ -171,7 +177,7 @@ def test_a_raising_handler_becomes_an_error_result_without_traceback(tmp_path: P
 def test_a_stray_cancellation_fails_the_call_not_the_host(tmp_path: Path, name: str) -> None:
     # A CancelledError nobody asked for used to tear down the task group: every
     # in-flight call was dropped and the host exited without a word.
-    with wire_host(tmp_path) as h:
+    with inproc.wire_host(tmp_path, args=WORKERS) as h:
         h.send(
             {
                 "jsonrpc": "2.0",
@@ -188,7 +194,7 @@ def test_a_stray_cancellation_fails_the_call_not_the_host(tmp_path: Path, name: 
 
 
 def test_tool_context_call_id_and_env(tmp_path: Path) -> None:
-    with wire_host(tmp_path) as h:
+    with inproc.wire_host(tmp_path, args=WORKERS) as h:
         for call_id in ("abc", 0, -7, 2**70):
             info = json.loads(text_of(h.call("whoami", id=call_id)))
             assert info["call_id"] == call_id
@@ -204,7 +210,7 @@ def test_tool_context_call_id_and_env(tmp_path: Path) -> None:
 
 
 def test_a_sync_tool_can_log(tmp_path: Path) -> None:
-    with wire_host(tmp_path) as h:
+    with inproc.wire_host(tmp_path, args=WORKERS) as h:
         assert (
             text_of(h.call("log_sync", {"level": "warning", "data": "from a thread"})) == "logged"
         )
