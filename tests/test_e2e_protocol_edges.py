@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e_helpers import wire_host
+from tests.inproc import wire_host
 
 
 def test_bare_json_line_on_an_lsp_connection_gets_a_parse_error(tmp_path: Path) -> None:
