@@ -18,25 +18,32 @@ from typing import Any
 import pytest
 
 from tests.e2e_helpers import text_of, wait_until
-from tests.hostproc import TOOLS_DIR, HostProcess
+from tests.hostproc import TOOLS_DIR
+from tests.inproc import InProcHost, in_host
 
 PIPELINE_TOOLS = str(TOOLS_DIR / "pipeline_tools.py")
+
+WORKERS = ["--isolation", "process"]
+"""For the tests of the module's own hooks, which run in its worker process by default
+(the pipeline itself, preflight to result, is the host's either way)."""
 
 
 @contextmanager
 def pipeline_host(
     tmp_path: Path, args: Sequence[str] = (), capabilities: dict[str, Any] | None = None
-) -> Iterator[HostProcess]:
-    with HostProcess(
-        [
-            "--root",
-            str(tmp_path),
-            "--no-builtins",
-            "--no-entry-points",
-            "--tools",
-            PIPELINE_TOOLS,
-            *args,
-        ]
+) -> Iterator[InProcHost]:
+    with InProcHost(
+        in_host(
+            [
+                "--root",
+                str(tmp_path),
+                "--no-builtins",
+                "--no-entry-points",
+                "--tools",
+                PIPELINE_TOOLS,
+                *args,
+            ]
+        )
     ) as h:
         resp = h.request(
             "initialize",
@@ -51,7 +58,7 @@ def pipeline_host(
         yield h
 
 
-def batch(h: HostProcess, calls: list[dict[str, Any]], **params: Any) -> dict[str, Any]:
+def batch(h: InProcHost, calls: list[dict[str, Any]], **params: Any) -> dict[str, Any]:
     resp = h.request("tools/callBatch", {"calls": calls, **params}, timeout=30)
     assert "result" in resp, resp
     return resp["result"]  # type: ignore[no-any-return]
@@ -352,7 +359,7 @@ def test_prepare_arguments_maps_legacy_arguments(tmp_path: Path) -> None:
 
 
 def test_before_hooks_change_block_and_raise(tmp_path: Path) -> None:
-    with pipeline_host(tmp_path) as h:
+    with pipeline_host(tmp_path, WORKERS) as h:
         assert text_of(h.call("set_value", {"value": 1})) == "ran with 123"
         assert text_of(h.call("set_value", {"value": "1"})) == "ran with 123"  # coerced first
         assert text_of(h.call("set_value", {"value": 5})) == "ran with 5"
@@ -378,7 +385,7 @@ def test_before_hooks_change_block_and_raise(tmp_path: Path) -> None:
 
 
 def test_after_hooks_chain_field_by_field(tmp_path: Path) -> None:
-    with pipeline_host(tmp_path) as h:
+    with pipeline_host(tmp_path, WORKERS) as h:
         r = h.call("patched", {"text": "hi"})["result"]
         assert [b["text"] for b in r["content"]] == ["hi", "A", "B"]  # both appends kept
         assert r["_meta"] == {"toolwire/details": {"by": "append_a"}}
@@ -398,7 +405,7 @@ def test_after_hooks_chain_field_by_field(tmp_path: Path) -> None:
 
 
 def test_hooks_apply_inside_batches_too(tmp_path: Path) -> None:
-    with pipeline_host(tmp_path) as h:
+    with pipeline_host(tmp_path, WORKERS) as h:
         out = batch(
             h,
             [
@@ -419,7 +426,7 @@ APPROVAL_CAPS = {"toolwire": {"approval": True}}
 
 
 def _approve_exchange(
-    h: HostProcess, request: dict[str, Any], answer: Any, *, error: dict[str, Any] | None = None
+    h: InProcHost, request: dict[str, Any], answer: Any, *, error: dict[str, Any] | None = None
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Send ``request``; answer the host's toolwire/approve; return (approve params, response)."""
     h.send(request)
@@ -568,7 +575,7 @@ def test_approval_in_a_batch_happens_in_preflight_in_source_order(tmp_path: Path
 # ---------------------------------------------------------------------------- mutation queue
 
 
-def _pipelined_calls(h: HostProcess, name: str, path: str, n: int) -> None:
+def _pipelined_calls(h: InProcHost, name: str, path: str, n: int) -> None:
     lines = b"".join(
         json.dumps(
             {
