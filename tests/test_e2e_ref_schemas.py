@@ -17,31 +17,34 @@ from typing import Any
 import jsonschema
 import pytest
 
-from tests.hostproc import TOOLS_DIR, HostProcess
+from tests.hostproc import TOOLS_DIR
+from tests.inproc import InProcHost, in_host
 
 TOOLS = TOOLS_DIR / "ref_schema_tools.py"
 
 
 @pytest.fixture
 def host(tmp_path: Path) -> Any:
-    with HostProcess(
-        [
-            "--root",
-            str(tmp_path),
-            "--no-builtins",
-            "--no-entry-points",
-            "--sandbox",
-            "none",
-            "--tools",
-            str(TOOLS),
-        ]
+    with InProcHost(
+        in_host(
+            [
+                "--root",
+                str(tmp_path),
+                "--no-builtins",
+                "--no-entry-points",
+                "--sandbox",
+                "none",
+                "--tools",
+                str(TOOLS),
+            ]
+        )
     ) as h:
         init = h.initialize()
         assert "result" in init, (init, h.stderr)
         yield h
 
 
-def _listed(host: HostProcess) -> dict[str, dict[str, Any]]:
+def _listed(host: InProcHost) -> dict[str, dict[str, Any]]:
     resp = host.request("tools/list", {})
     assert "result" in resp, (resp, host.stderr)
     return {t["name"]: t["inputSchema"] for t in resp["result"]["tools"]}
@@ -59,7 +62,7 @@ TREE = {"name": "a", "children": [{"name": "b", "children": [{"name": "c"}]}, {"
 
 
 def test_every_listed_schema_has_an_object_root_that_declares_its_fields(
-    host: HostProcess,
+    host: InProcHost,
 ) -> None:
     schemas = _listed(host)
     expected = {
@@ -77,7 +80,7 @@ def test_every_listed_schema_has_an_object_root_that_declares_its_fields(
     assert schemas["noted_item"]["type"] == "object"
 
 
-def test_a_recursive_model_as_the_only_parameter(host: HostProcess) -> None:
+def test_a_recursive_model_as_the_only_parameter(host: InProcHost) -> None:
     assert _text(host.call("tree", TREE)) == "4 a,b,c,d"
     # The listed schema accepts what the tool accepts, and refuses what it refuses.
     schema = _listed(host)["tree"]
@@ -90,22 +93,22 @@ def test_a_recursive_model_as_the_only_parameter(host: HostProcess) -> None:
     assert "children.0.name" in resp["result"]["content"][0]["text"]
 
 
-def test_a_recursive_model_with_coercion_deep_inside(host: HostProcess) -> None:
+def test_a_recursive_model_with_coercion_deep_inside(host: InProcHost) -> None:
     # A number where a name (string) is expected, two levels down, is coerced.
     args = {"name": "a", "children": [{"name": "b", "children": [{"name": 7}]}]}
     assert _text(host.call("tree", args)) == "3 a,b,7"
 
 
-def test_a_non_recursive_model_with_defs_as_the_only_parameter(host: HostProcess) -> None:
+def test_a_non_recursive_model_with_defs_as_the_only_parameter(host: InProcHost) -> None:
     args = {"start": {"x": 1, "y": 2}, "end": {"x": "3", "y": 4}, "label": "s"}
     assert _text(host.call("segment", args)) == "s:1,2-3,4"
 
 
-def test_a_recursive_model_as_one_of_two_parameters(host: HostProcess) -> None:
+def test_a_recursive_model_as_one_of_two_parameters(host: InProcHost) -> None:
     assert _text(host.call("forest", {"node": TREE, "prefix": "n="})) == "n=4"
 
 
-def test_a_raw_schema_whose_root_is_a_ref(host: HostProcess) -> None:
+def test_a_raw_schema_whose_root_is_a_ref(host: InProcHost) -> None:
     args = {"name": "kit", "qty": "2", "parts": [{"name": "bolt", "qty": 4}], "extra": 1}
     received = json.loads(_text(host.call("item", args)))
     # Declared fields reach the handler (the string "2" coerced), undeclared ones do not.
@@ -116,7 +119,7 @@ def test_a_raw_schema_whose_root_is_a_ref(host: HostProcess) -> None:
     assert "name: Field required" in text and "qty" in text
 
 
-def test_fields_declared_through_all_of_reach_the_handler(host: HostProcess) -> None:
+def test_fields_declared_through_all_of_reach_the_handler(host: InProcHost) -> None:
     args = {"note": "n", "name": "kit", "qty": 1, "extra": True}
     received = json.loads(_text(host.call("noted_item", args)))
     assert received == {"note": "n", "name": "kit", "qty": 1}
