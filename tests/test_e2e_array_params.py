@@ -11,14 +11,17 @@ from typing import Any
 
 import pytest
 
-from tests.hostproc import TOOLS_DIR, HostProcess
+from tests.hostproc import TOOLS_DIR
+from tests.inproc import InProcHost, in_host
 
 EMPTY_OK_METHODS = ["initialize", "ping", "tools/list", "logging/setLevel", "shutdown"]
 
 
-def _host(tmp_path: Path, framing: str) -> HostProcess:
-    return HostProcess(
-        ["--root", str(tmp_path), "--no-builtins", "--tools", str(TOOLS_DIR / "basic_tools.py")],
+def _host(tmp_path: Path, framing: str) -> InProcHost:
+    return InProcHost(
+        in_host(
+            ["--root", str(tmp_path), "--no-builtins", "--tools", str(TOOLS_DIR / "basic_tools.py")]
+        ),
         framing=framing,
     )
 
