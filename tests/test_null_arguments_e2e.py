@@ -14,15 +14,16 @@ from typing import Any
 import pytest
 
 from tests.e2e_helpers import text_of
-from tests.hostproc import TOOLS_DIR, HostProcess
+from tests.hostproc import TOOLS_DIR
+from tests.inproc import InProcHost
 
 KEEP = "line one\nline two\n"
 
 
 @pytest.fixture
-def host(tmp_path: Path) -> Iterator[HostProcess]:
+def host(tmp_path: Path) -> Iterator[InProcHost]:
     (tmp_path / "keep.txt").write_text(KEEP)
-    with HostProcess(
+    with InProcHost(
         [
             "--root",
             str(tmp_path),
@@ -43,13 +44,13 @@ def _refused(resp: dict[str, Any], field: str) -> str:
     return text
 
 
-def test_write_with_null_content_leaves_the_file_alone(host: HostProcess, tmp_path: Path) -> None:
+def test_write_with_null_content_leaves_the_file_alone(host: InProcHost, tmp_path: Path) -> None:
     _refused(host.call("write", {"path": "keep.txt", "content": None}), "content")
     assert (tmp_path / "keep.txt").read_text() == KEEP
     _refused(host.call("write", {"path": None, "content": "x"}), "path")
 
 
-def test_edit_with_null_new_text_deletes_nothing(host: HostProcess, tmp_path: Path) -> None:
+def test_edit_with_null_new_text_deletes_nothing(host: InProcHost, tmp_path: Path) -> None:
     resp = host.call(
         "edit", {"path": "keep.txt", "edits": [{"oldText": "line two\n", "newText": None}]}
     )
@@ -70,7 +71,7 @@ def test_edit_with_null_new_text_deletes_nothing(host: HostProcess, tmp_path: Pa
     assert (tmp_path / "keep.txt").read_text() == "line one\nline 2\n"
 
 
-def test_bash_with_null_command_runs_nothing(host: HostProcess, tmp_path: Path) -> None:
+def test_bash_with_null_command_runs_nothing(host: InProcHost, tmp_path: Path) -> None:
     _refused(host.call("bash", {"command": None}), "command")
     # An optional parameter given as null is absent: the command runs without a timeout.
     resp = host.call("bash", {"command": "echo ran > ran.txt; echo ok", "timeout": None})
@@ -80,7 +81,7 @@ def test_bash_with_null_command_runs_nothing(host: HostProcess, tmp_path: Path) 
 
 @pytest.mark.parametrize(("name", "default"), [("raw_save", "!"), ("model_save", "?")])
 def test_custom_tools_follow_the_same_rule(
-    host: HostProcess, tmp_path: Path, name: str, default: str
+    host: InProcHost, tmp_path: Path, name: str, default: str
 ) -> None:
     _refused(host.call(name, {"path": "keep.txt", "content": None}), "content")
     assert (tmp_path / "keep.txt").read_text() == KEEP
@@ -89,7 +90,7 @@ def test_custom_tools_follow_the_same_rule(
     assert (tmp_path / "new.txt").read_text() == "c" + default
 
 
-def test_null_for_a_nullable_optional_parameter_stays_null(host: HostProcess) -> None:
+def test_null_for_a_nullable_optional_parameter_stays_null(host: InProcHost) -> None:
     # protocol.md §10.1: a parameter whose schema admits null receives it as it is; only
     # a null the schema refuses counts as absent (its default applies)
     assert text_of(host.call("nullable_note", {"note": None})) == "None"
