@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from tests.hostproc import REPO, TOOLS_DIR, HostProcess
+from tests.hostproc import REPO, TOOLS_DIR
+from tests.inproc import InProcHost
 
 V = "2026-07-28"
 PV = "io.modelcontextprotocol/protocolVersion"
@@ -24,14 +25,14 @@ ECHO_TOOLS = str(REPO / "examples" / "tools" / "echo_tools.py")
 
 
 @contextmanager
-def host(tmp_path: Path, *extra: str) -> Iterator[HostProcess]:
+def host(tmp_path: Path, *extra: str) -> Iterator[InProcHost]:
     args = ["--root", str(tmp_path), "--no-builtins", "--no-entry-points"]
-    with HostProcess([*args, "--tools", MODERN_TOOLS, ECHO_TOOLS, *extra]) as h:
+    with InProcHost([*args, "--tools", MODERN_TOOLS, ECHO_TOOLS, *extra]) as h:
         yield h
 
 
 def call(
-    h: HostProcess,
+    h: InProcHost,
     name: str,
     arguments: dict[str, Any] | None = None,
     caps: Any = None,
@@ -189,7 +190,7 @@ def test_multi_round_reruns_the_handler_with_earlier_answers(tmp_path: Path) -> 
 # --------------------------------------------------------------------------- 2025-11-25
 
 
-def initialize(h: HostProcess, caps: dict[str, Any]) -> None:
+def initialize(h: InProcHost, caps: dict[str, Any]) -> None:
     h.request(
         "initialize",
         {"protocolVersion": "2025-11-25", "capabilities": caps, "clientInfo": {"name": "t"}},
