@@ -1,6 +1,7 @@
-"""Shared pieces of the client-side issue-3 tests: host commands and a feature probe.
+"""Shared pieces of the client-side issue-3 tests: hosts (spawned or in process) and a
+feature probe.
 
-The probe asks the real host, over the independent raw peer (tests/hostproc.py),
+The probe asks the real host (in process, tests/inproc.py) over an independent raw peer,
 whether it serves ``tools/callBatch`` and sends ``toolwire/approve``. The host ships
 both, so a host that stops serving either is a regression: tests of those paths FAIL
 with the probe's finding (they never skip).
@@ -11,6 +12,7 @@ from __future__ import annotations
 import functools
 import queue
 from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,7 +21,8 @@ import anyio
 import pytest
 from toolwire.client import Client, host_command
 
-from tests.hostproc import TOOLS_DIR, HostProcess
+from tests.hostproc import REPO, TOOLS_DIR
+from tests.inproc import InProcHost, in_host
 
 AGENT_TOOLS = TOOLS_DIR / "agent_tools.py"
 
@@ -40,6 +43,23 @@ def spawn_agent_host(root: Path, *extra: str, **options: Any) -> Client:
     return Client.spawn(agent_command(root, *extra), **options)
 
 
+def agent_host(root: Path, *extra: str, **options: Any) -> AbstractAsyncContextManager[Client]:
+    """:func:`spawn_agent_host`'s host served in this event loop instead
+    (:func:`tests.inproc.connected_client`), its tools run in the host."""
+    from tests.inproc import connected_client
+
+    args = [
+        "--root",
+        str(root),
+        "--tools",
+        str(AGENT_TOOLS),
+        "--no-builtins",
+        "--no-entry-points",
+        *extra,
+    ]
+    return connected_client(in_host(args), **options)
+
+
 async def wait_for(condition: Callable[[], bool], timeout: float = 10.0) -> None:
     """Poll ``condition`` until true; fail after ``timeout`` seconds."""
     with anyio.fail_after(timeout):
@@ -53,7 +73,7 @@ class HostFeatures:
     approve: bool
 
 
-def _exchange(h: HostProcess, request: dict[str, Any], approve_seen: list[bool]) -> dict[str, Any]:
+def _exchange(h: InProcHost, request: dict[str, Any], approve_seen: list[bool]) -> dict[str, Any]:
     """Send ``request``; answer any toolwire/approve with allow; return the response."""
     h.send(request)
     while True:
@@ -79,7 +99,8 @@ def host_features() -> HostFeatures:
     """What the real host supports of issue 3's wire design (probed once per test run)."""
     args = ["--no-builtins", "--no-entry-points", "--tools", str(AGENT_TOOLS), "--approve", "all"]
     approve_seen: list[bool] = []
-    with HostProcess(args) as h:
+    # In process (tests/inproc.py): what the host serves, not how it starts.
+    with InProcHost(in_host(["--root", str(REPO), *args])) as h:
         init = h.request(
             "initialize",
             {

@@ -29,11 +29,11 @@ import logging
 import math
 import queue
 import subprocess
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from concurrent.futures import Future
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.from_thread
@@ -42,7 +42,10 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from tests.hostproc import RECV_TIMEOUT
 
-__all__ = ["InProcHost", "in_host", "wire_host"]
+if TYPE_CHECKING:
+    from toolwire.client import Client
+
+__all__ = ["InProcHost", "connected_client", "in_host", "wire_host"]
 
 
 class _MemoryByteReceive(ByteReceiveStream):
@@ -407,3 +410,52 @@ def wire_host(
         if initialize:
             assert "result" in h.initialize()
         yield h
+
+
+@asynccontextmanager
+async def connected_client(args: Sequence[str], **options: Any) -> AsyncIterator[Client]:
+    """toolwire's :class:`~toolwire.client.Client` connected to the real host served in
+    this event loop (:func:`toolwire.host.serve_connection` on memory byte streams), as
+    ``Client.spawn`` of ``toolwire serve ARGS`` would be; ``options`` go to
+    ``Client.connect``. For tests of the client (and the agent) whose subject is not the
+    process: those of spawning, stderr and ending a host keep ``Client.spawn``.
+
+    Raises:
+        SystemExit, ValueError, TypeError: ``args`` are not valid ``toolwire serve``
+            arguments.
+    """
+    from toolwire.client import Client
+    from toolwire.host.connection import serve_connection
+    from toolwire.host.options import build_parser, config_from_args
+
+    config = config_from_args(build_parser().parse_args(list(args)))
+    to_host, host_in = anyio.create_memory_object_stream[bytes](math.inf)
+    host_out, from_host = anyio.create_memory_object_stream[bytes](math.inf)
+    host_send = _MemoryByteSend(host_out)
+
+    served = anyio.Event()
+
+    async def serve() -> None:
+        try:
+            await serve_connection(config, _MemoryByteReceive(host_in), host_send, guard=_NoGuard())
+        finally:
+            await host_send.aclose()
+            served.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(serve)
+        try:
+            async with Client.connect(
+                _MemoryByteReceive(from_host), _MemoryByteSend(to_host), **options
+            ) as client:
+                yield client
+        finally:
+            to_host.close()  # the host's EOF, also when the client was never entered
+            with anyio.move_on_after(30):
+                await served.wait()
+            if not served.is_set():  # an in-process host cannot be killed: fail instead
+                tg.cancel_scope.cancel()
+                raise AssertionError("the in-process host did not stop within 30 s of EOF")
+    from toolwire.host import outputs
+
+    outputs.remove_directory()

@@ -36,7 +36,7 @@ from toolwire.client.conversation import (
 )
 from toolwire.client.providers import ModelRequest, ScriptedProvider
 
-from tests.agent_support import require_call_batch, spawn_agent_host
+from tests.agent_support import agent_host, require_call_batch, spawn_agent_host
 
 pytestmark = pytest.mark.anyio
 
@@ -52,7 +52,7 @@ def anyio_backend() -> str:
 async def host(tmp_path: Path, path: str) -> AsyncIterator[Client]:
     if path == "batch":
         require_call_batch()
-    async with spawn_agent_host(tmp_path, use_call_batch=path == "batch") as c:
+    async with agent_host(tmp_path, use_call_batch=path == "batch") as c:
         yield c
         # None: the test sent no batch at all.
         assert c.batch_supported is (None if path == "batch" else False) or (
@@ -205,7 +205,7 @@ async def test_an_errored_message_runs_none_of_its_calls(tmp_path: Path, stop: s
     provider = ScriptedProvider(
         [calls(("c1", "mark", {"path": str(marker)}), stop=stop), AssistantMessage("never")]
     )
-    async with spawn_agent_host(tmp_path) as c:
+    async with agent_host(tmp_path) as c:
         run = run_agent(provider, c, user())
         await run.events()
     assert not marker.exists()
@@ -218,7 +218,7 @@ async def test_a_provider_that_raises_ends_the_run_with_an_error_message(tmp_pat
     def boom(request: ModelRequest) -> AssistantMessage:
         raise ConnectionError("model unreachable")
 
-    async with spawn_agent_host(tmp_path) as c:
+    async with agent_host(tmp_path) as c:
         run = run_agent(ScriptedProvider([boom]), c, user())
         await run.events()
     assert run.end_reason == "error"
@@ -418,7 +418,7 @@ async def test_the_model_sees_the_hosts_tools_and_its_own_results(tmp_path: Path
     assert isinstance(result, ToolResultMessage) and result.text == "echoed"
     # The caller's list is not modified; the run keeps its own.
     messages = user()
-    async with spawn_agent_host(tmp_path) as c:
+    async with agent_host(tmp_path) as c:
         await run_agent(ScriptedProvider([AssistantMessage("hi")]), c, messages).events()
     assert len(messages) == 1
 
@@ -433,7 +433,7 @@ async def test_a_reacting_script_sees_each_result(tmp_path: Path) -> None:
         return AssistantMessage(f"saw {request.messages[-1].text}")  # type: ignore[union-attr]
 
     provider = ScriptedProvider([calls(("c1", "say", {"text": "quiet"})), react, done])
-    async with spawn_agent_host(tmp_path) as c:
+    async with agent_host(tmp_path) as c:
         run = run_agent(provider, c, user())
         await run.events()
     last = run.messages[-1]
@@ -443,7 +443,7 @@ async def test_a_reacting_script_sees_each_result(tmp_path: Path) -> None:
 async def test_leaving_early_cancels_the_calls_in_flight(tmp_path: Path) -> None:
     never = tmp_path / "never"
     provider = ScriptedProvider([calls(("g", "gate", {"path": str(never), "seconds": 60}))])
-    async with spawn_agent_host(tmp_path) as c:
+    async with agent_host(tmp_path) as c:
         with anyio.fail_after(10):
             async with run_agent(provider, c, user()) as run:
                 async for event in run:

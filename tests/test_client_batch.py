@@ -24,7 +24,7 @@ from toolwire.client import (
     Client,
 )
 
-from tests.agent_support import require_call_batch, spawn_agent_host
+from tests.agent_support import agent_host, require_call_batch
 from toolwire import JsonRpcError, RequestContext, Session
 from toolwire.streams import FdReceiveStream, FdSendStream
 
@@ -42,7 +42,7 @@ def anyio_backend() -> str:
 async def host(tmp_path: Path, path: str, *extra: str) -> AsyncIterator[Client]:
     if path == "batch":
         require_call_batch()
-    async with spawn_agent_host(tmp_path, *extra, use_call_batch=path == "batch") as c:
+    async with agent_host(tmp_path, *extra, use_call_batch=path == "batch") as c:
         yield c
 
 
