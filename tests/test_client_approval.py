@@ -21,7 +21,7 @@ from toolwire.client import (
 )
 from toolwire.client.approval import decide
 
-from tests.agent_support import require_approval, spawn_agent_host
+from tests.agent_support import agent_host, require_approval, spawn_agent_host
 from toolwire import JsonRpcError, RequestContext, Session
 from toolwire.streams import FdReceiveStream, FdSendStream
 
@@ -214,7 +214,7 @@ async def test_allowed_calls_run_and_the_request_describes_the_call(tmp_path: Pa
 async def test_a_denied_call_never_runs(tmp_path: Path, callback: Any, why: str) -> None:
     require_approval()
     marker = tmp_path / "m.txt"
-    async with spawn_agent_host(tmp_path, "--approve", "all", on_approval=callback) as c:
+    async with agent_host(tmp_path, "--approve", "all", on_approval=callback) as c:
         res = await c.call_tool("mark", {"path": str(marker)})
         # The host keeps serving (this call is asked about, and refused, too).
         assert (await c.call_tool("say", {"text": "host still serves"})).is_error
@@ -232,7 +232,7 @@ async def test_replacement_arguments_are_used_and_validated(tmp_path: Path) -> N
             return ApprovalDecision.allow({"path": str(safe), "text": "replaced"})
         return ApprovalDecision.allow({"text": 42, "extra": []})  # say: text must be a string
 
-    async with spawn_agent_host(tmp_path, "--approve", "all", on_approval=approve) as c:
+    async with agent_host(tmp_path, "--approve", "all", on_approval=approve) as c:
         res = await c.call_tool("mark", {"path": str(tmp_path / "asked.txt")})
         bad = await c.call_tool("say", {"text": "x"})
     assert not res.is_error and safe.read_text() == "replaced"
@@ -244,7 +244,7 @@ async def test_replacement_arguments_are_used_and_validated(tmp_path: Path) -> N
 async def test_without_the_capability_the_host_denies_and_says_why(tmp_path: Path) -> None:
     require_approval()
     marker = tmp_path / "m.txt"
-    async with spawn_agent_host(tmp_path, "--approve", "all") as c:
+    async with agent_host(tmp_path, "--approve", "all") as c:
         res = await c.call_tool("mark", {"path": str(marker)})
     assert res.is_error and "approval" in res.text
     assert not marker.exists()
@@ -258,7 +258,7 @@ async def test_destructive_policy_asks_only_for_tools_not_marked_read_only(tmp_p
         asked.append(r.name)
         return True
 
-    async with spawn_agent_host(tmp_path, "--approve", "destructive", on_approval=approve) as c:
+    async with agent_host(tmp_path, "--approve", "destructive", on_approval=approve) as c:
         await c.call_tool("say", {"text": "read-only"})
         await c.call_tool("mark", {"path": str(tmp_path / "m")})
     assert asked == ["mark"]
@@ -273,7 +273,7 @@ async def test_approval_inside_a_batch_uses_the_batch_call_ids(tmp_path: Path) -
         return ApprovalDecision.deny("no") if r.call_id == "b" else ApprovalDecision.allow()
 
     m_a, m_b = tmp_path / "a", tmp_path / "b"
-    async with spawn_agent_host(tmp_path, "--approve", "mark", on_approval=approve) as c:
+    async with agent_host(tmp_path, "--approve", "mark", on_approval=approve) as c:
         batch = await c.call_batch(
             [
                 {"id": "a", "name": "mark", "arguments": {"path": str(m_a)}},
