@@ -7,7 +7,9 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -22,6 +24,7 @@ from toolwire.client import (
 
 from tests.e2e_helpers import PROMPT
 from tests.hostproc import TOOLS_DIR
+from tests.inproc import connected_client, in_host
 from toolwire.errors import INVALID_PARAMS, REQUEST_TIMEOUT, JsonRpcError
 
 pytestmark = pytest.mark.anyio
@@ -42,6 +45,14 @@ def command(root: Path, *extra: str) -> list[str]:
 def spawn(root: Path, *extra: str, **options: object) -> Client:
     options.setdefault("stderr", "capture")
     return Client.spawn(command(root, *extra), **options)  # type: ignore[arg-type]
+
+
+def connect(root: Path, *extra: str, **options: Any) -> AbstractAsyncContextManager[Client]:
+    """The host of :func:`command` served in this event loop (tests/inproc.py), for the
+    tests of what the client does with what a host answers; those of spawning,
+    stderr and ending a host use :func:`spawn`."""
+    args = ["--root", str(root), "--tools", *map(str, TOOL_FILES), "--no-builtins", *extra]
+    return connected_client(in_host(args), **options)
 
 
 async def wait_for(condition: Callable[[], bool], timeout: float = 10.0) -> None:
@@ -68,7 +79,7 @@ def alive(pid: int) -> bool:
     ("era", "version"), [("auto", "2026-07-28"), ("modern", "2026-07-28"), ("legacy", "2025-11-25")]
 )
 async def test_handshake_exposes_server_info(tmp_path: Path, era: str, version: str) -> None:
-    async with spawn(tmp_path, era=era) as c:
+    async with connect(tmp_path, era=era) as c:
         assert c.server_info.name == "toolwire"
         assert c.protocol_version == version
         assert c.modern is (era != "legacy")
@@ -78,9 +89,9 @@ async def test_handshake_exposes_server_info(tmp_path: Path, era: str, version: 
 
 
 async def test_list_tools_follows_every_page(tmp_path: Path) -> None:
-    async with spawn(tmp_path) as c:
+    async with connect(tmp_path) as c:
         all_at_once = [t.name for t in await c.list_tools()]
-    async with spawn(tmp_path, "--page-size", "2") as c:
+    async with connect(tmp_path, "--page-size", "2") as c:
         paged = [t.name for t in await c.list_tools()]
     assert len(all_at_once) == 8  # 3 basic tools + 5 client tools
     assert paged == all_at_once
@@ -88,7 +99,7 @@ async def test_list_tools_follows_every_page(tmp_path: Path) -> None:
 
 
 async def test_lsp_framing(tmp_path: Path) -> None:
-    async with spawn(tmp_path, framing="lsp") as c:
+    async with connect(tmp_path, framing="lsp") as c:
         res = await c.call_tool("echo", {"text": "héllo ✓"})
     assert res.text == "héllo ✓"
 
@@ -122,7 +133,7 @@ async def test_host_that_fails_to_start_gives_a_clear_error(tmp_path: Path) -> N
 
 
 async def test_call_result_is_paired_with_its_call_id(tmp_path: Path) -> None:
-    async with spawn(tmp_path) as c:
+    async with connect(tmp_path) as c:
         first = await c.call_tool("whoami")
         second = await c.call_tool("whoami", {})
     # The host saw the same id the client reports (ctx.call_id == the request id).
@@ -133,7 +144,7 @@ async def test_call_result_is_paired_with_its_call_id(tmp_path: Path) -> None:
 
 
 async def test_details_and_structured_content(tmp_path: Path) -> None:
-    async with spawn(tmp_path) as c:
+    async with connect(tmp_path) as c:
         res = await c.call_tool("detailed")
     assert res.text == "the text for the model"
     assert res.details == {"lines": 3, "path": "a.txt"}
@@ -143,7 +154,7 @@ async def test_details_and_structured_content(tmp_path: Path) -> None:
 
 async def test_progress_callback_gets_increasing_values(tmp_path: Path) -> None:
     seen: list[Progress] = []
-    async with spawn(tmp_path) as c:
+    async with connect(tmp_path) as c:
         res = await c.call_tool("prog", {"n": 5}, on_progress=seen.append)
         # No token, no progress: a second call without a callback sends none to the first's.
         await c.call_tool("prog", {"n": 3})
@@ -157,14 +168,14 @@ async def test_progress_callback_that_raises_does_not_lose_the_result(tmp_path: 
     def broken(p: Progress) -> None:
         raise RuntimeError("display bug")
 
-    async with spawn(tmp_path) as c:
+    async with connect(tmp_path) as c:
         res = await c.call_tool("prog", {"n": 2}, on_progress=broken)
     assert res.text == "done"
 
 
 async def test_log_messages_reach_on_log(tmp_path: Path) -> None:
     logs: list[LogMessage] = []
-    async with spawn(tmp_path, on_log=logs.append) as c:
+    async with connect(tmp_path, on_log=logs.append) as c:
         await c.call_tool("chatty", {"message": "hello log"})
         await wait_for(lambda: bool(logs))
         await c.set_log_level("error")
@@ -174,7 +185,7 @@ async def test_log_messages_reach_on_log(tmp_path: Path) -> None:
 
 
 async def test_unknown_tool_is_an_error_result(tmp_path: Path) -> None:
-    async with spawn(tmp_path) as c:
+    async with connect(tmp_path) as c:
         res = await c.call_tool("no_such_tool", {"x": 1})
         assert res.is_error
         assert res.text == "Unknown tool: no_such_tool"
@@ -182,7 +193,7 @@ async def test_unknown_tool_is_an_error_result(tmp_path: Path) -> None:
         with pytest.raises(JsonRpcError) as info:
             await c.call_tool("no_such_tool", raise_on_protocol_error=True)
         assert info.value.code == INVALID_PARAMS
-    async with spawn(tmp_path, raise_on_protocol_error=True) as c:
+    async with connect(tmp_path, raise_on_protocol_error=True) as c:
         with pytest.raises(JsonRpcError):
             await c.call_tool("no_such_tool")
         # ... and the per-call option overrides the client's default.
@@ -190,7 +201,7 @@ async def test_unknown_tool_is_an_error_result(tmp_path: Path) -> None:
 
 
 async def test_invalid_arguments_are_an_error_result(tmp_path: Path) -> None:
-    async with spawn(tmp_path) as c:
+    async with connect(tmp_path) as c:
         # A list is not a string under any coercion rule (a number would be coerced).
         res = await c.call_tool("echo", {"text": [5]})
     assert res.is_error and res.protocol_error is None
@@ -199,7 +210,7 @@ async def test_invalid_arguments_are_an_error_result(tmp_path: Path) -> None:
 
 async def test_timeout_cancels_the_call_and_the_host_keeps_serving(tmp_path: Path) -> None:
     marker = tmp_path / "cancelled"
-    async with spawn(tmp_path) as c:
+    async with connect(tmp_path) as c:
         started = time.monotonic()
         with pytest.raises(CallTimeout) as info:
             await c.call_tool("nap", {"seconds": 30, "marker": str(marker)}, timeout=0.3)
@@ -214,7 +225,7 @@ async def test_timeout_cancels_the_call_and_the_host_keeps_serving(tmp_path: Pat
 
 async def test_leaving_a_cancel_scope_cancels_the_call(tmp_path: Path) -> None:
     marker = tmp_path / "cancelled"
-    async with spawn(tmp_path) as c:
+    async with connect(tmp_path) as c:
         with anyio.move_on_after(0.3) as scope:
             await c.call_tool("nap", {"seconds": 30, "marker": str(marker)})
         assert scope.cancelled_caught
@@ -224,7 +235,7 @@ async def test_leaving_a_cancel_scope_cancels_the_call(tmp_path: Path) -> None:
 
 async def test_calls_run_concurrently(tmp_path: Path) -> None:
     marker = tmp_path / "cancelled"
-    async with spawn(tmp_path) as c, anyio.create_task_group() as tg:
+    async with connect(tmp_path) as c, anyio.create_task_group() as tg:
         tg.start_soon(c.call_tool, "nap", {"seconds": 60, "marker": str(marker)})
         # A fast call is answered while the slow one is still running.
         assert (await c.call_tool("echo", {"text": "fast"})).text == "fast"
