@@ -7,11 +7,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.hostproc import HostProcess
+from tests.inproc import InProcHost
 from tests.test_pipeline_e2e import APPROVAL_CAPS, _call, pipeline_host, texts
 
 
-def _await_approval_request(h: HostProcess) -> dict[str, Any]:
+def _await_approval_request(h: InProcHost) -> dict[str, Any]:
     while True:
         m = h.recv(timeout=10)
         assert m is not None

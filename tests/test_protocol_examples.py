@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from tests.e2e_helpers import exits_within
-from tests.hostproc import REPO, HostProcess
+from tests.hostproc import REPO
+from tests.inproc import InProcHost, in_host
 
 DOC = REPO / "protocol.md"
 BLOCK_RE = re.compile(r"```jsonrpc([^\n]*)\n(.*?)```", re.S)
@@ -64,7 +65,8 @@ def test_document_has_examples() -> None:
 def test_example_block(title: str, options: list[str], steps: list[tuple[str, Any]]) -> None:
     args = ["--no-builtins", "--tools", str(REPO / "examples" / "tools" / "echo_tools.py")]
     args += options
-    with HostProcess(args) as host:
+    # In process (tests/inproc.py), rooted where a spawned host's working directory was.
+    with InProcHost(in_host(["--root", str(REPO), *args])) as host:
         sent_exit = False
         for arrow, msg in steps:
             if arrow == "→":
