@@ -13,7 +13,7 @@ from toolwire.host.decorator import build_tool
 
 from tests import inproc
 from tests.e2e_helpers import WIRE_TOOLS, text_of
-from tests.hostproc import REPO, HostProcess
+from tests.hostproc import RECV_TIMEOUT, REPO, HostProcess
 from toolwire.models import CallToolResult, ToolDefinition
 
 WORKERS = ["--isolation", "process"]
@@ -259,5 +259,5 @@ def test_a_broken_tool_file_stops_the_host_with_a_clear_message(tmp_path: Path) 
         "    return ''\n"
     )
     with HostProcess(["--no-builtins", "--tools", WIRE_TOOLS, str(bad)]) as h:
-        assert h.wait(timeout=10) != 0
+        assert h.wait(timeout=RECV_TIMEOUT) != 0  # a bound on a hang, not a speed
     assert "already registered" in h.stderr
