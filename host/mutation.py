@@ -27,7 +27,10 @@ class _Entry:
     __slots__ = ("lock", "users")
 
     def __init__(self) -> None:
-        self.lock = anyio.Lock()
+        # fast_acquire: taking a free lock does not yield, so a call holding several
+        # paths queues on all of them in its arrival order (a yield after its first
+        # lock let a later call on its second path go first).
+        self.lock = anyio.Lock(fast_acquire=True)
         self.users = 0
 
 

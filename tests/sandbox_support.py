@@ -13,6 +13,7 @@ import contextlib
 import os
 import platform
 import sys
+from typing import Any
 
 import pytest
 from toolwire.host.sandbox import Sandbox, SandboxSettings, resolve_sandbox
@@ -38,6 +39,50 @@ def require_sandbox() -> None:
             message + " (set TOOLWIRE_SANDBOX_OPTIONAL=1 only where namespaces are impossible)"
         )
     pytest.skip(message)
+
+
+NOT_SANDBOXED = "TOOLWIRE-TEST-GUARD: not in the sandbox, nothing ran"
+"""What :func:`boxed` prints instead of running its command outside the sandbox."""
+
+
+def _own_namespaces() -> tuple[str, str]:
+    return os.readlink("/proc/self/ns/mnt"), os.readlink("/proc/self/ns/pid")
+
+
+def boxed(command: str) -> str:
+    """``command`` (a bash command line) behind a guard: it runs only in a mount and a PID
+    namespace other than this test process's, i.e. inside the sandbox; anywhere else it
+    prints :data:`NOT_SANDBOXED` and exits 97 having run nothing. For commands that would
+    harm the machine if the sandbox silently did not start (mounts, writes to /dev or
+    /proc/sys, filling memory, signalling every process)."""
+    mnt, pid = _own_namespaces()
+    return (
+        f'if [ "$(readlink /proc/self/ns/mnt)" = "{mnt}" ] ||'
+        f' [ "$(readlink /proc/self/ns/pid)" = "{pid}" ]; then echo "{NOT_SANDBOXED}"; exit 97; fi\n'
+        + command
+    )
+
+
+def check_boxed(output: str) -> str:
+    """Fail the test loudly when ``output`` (of a :func:`boxed` command) says the command
+    was not in the sandbox; returns ``output``."""
+    if NOT_SANDBOXED in output:
+        pytest.fail(
+            "a command meant for the sandbox ran in the test's own namespaces: the sandbox"
+            " is not active, so the test stopped before doing anything dangerous",
+            pytrace=False,
+        )
+    return output
+
+
+def require_boxed(h: Any) -> None:
+    """Fail loudly unless the bash tool of host ``h`` (a tests.hostproc.HostProcess)
+    really runs commands in the sandbox (see :func:`boxed`); call it before giving the
+    host anything dangerous."""
+    resp = h.call("bash", {"command": boxed("echo in-the-box")}, timeout=60)
+    text = "\n".join(b.get("text", "") for b in resp["result"]["content"])
+    check_boxed(text)
+    assert text.strip() == "in-the-box", (resp, h.stderr)
 
 
 needs_bwrap = pytest.mark.usefixtures("sandbox_required")

@@ -197,6 +197,17 @@ async def test_overlap_is_an_error_and_file_untouched(tmp_path: Path) -> None:
     assert is_error(r) and "edits[0] and edits[1] overlap" in text(r) and data == b"abcdef\n"
 
 
+async def test_overlapping_occurrences_are_taken_leftmost_and_apart(tmp_path: Path) -> None:
+    # "aa" in "aaa" is one match (the leftmost; the next search starts after it), not two
+    # overlapping ones; with replaceAll "aaaa" holds two, side by side.
+    r, data = await edit_file(tmp_path, "aaa\n", oldText="aa", newText="X")
+    assert not is_error(r) and data == b"Xa\n", (r, data)
+    r, data = await edit_file(tmp_path, "aaaa\n", oldText="aa", newText="X", replaceAll=True)
+    assert not is_error(r) and data == b"XX\n" and "2 blocks" in text(r), (r, data)
+    r, data = await edit_file(tmp_path, "abab ab\n", oldText="abab", newText="Y")
+    assert not is_error(r) and data == b"Y ab\n", (r, data)
+
+
 async def test_one_failing_edit_changes_nothing(tmp_path: Path) -> None:
     r, data = await edit_file(
         tmp_path,

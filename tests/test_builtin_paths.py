@@ -415,3 +415,23 @@ async def test_a_sibling_whose_name_starts_with_the_roots_is_outside(tmp_path: P
         r = await call(root, name, args)
         assert is_error(r) and "outside the root" in text(r), (name, text(r))
     assert (sibling / "secret.txt").read_text() == "s"
+
+
+async def test_a_path_of_256_components_is_accepted_and_257_refused(tmp_path: Path) -> None:
+    # host/paths.py MAX_PATH_COMPONENTS, at its edge: in the argument, and (through a
+    # symlink inside the root standing for 200 levels) in the resolved path.
+    ok = "d/" * 255 + "k"
+    r = await call(tmp_path, "write", {"path": ok, "content": "x"})
+    assert not is_error(r), text(r)
+    assert (tmp_path / ok).read_text() == "x"
+    r = await call(tmp_path, "write", {"path": "e/" * 256 + "k", "content": "x"})
+    assert is_error(r) and "Path has 257 components" in text(r) and "at most 256" in text(r)
+    assert not (tmp_path / "e").exists()
+    deep = tmp_path.joinpath(*(["s"] * 200))
+    deep.mkdir(parents=True)
+    (tmp_path / "deep").symlink_to(deep.relative_to(tmp_path))
+    r = await call(tmp_path, "write", {"path": "deep/" + "f/" * 55 + "k", "content": "x"})
+    assert not is_error(r), text(r)
+    r = await call(tmp_path, "write", {"path": "deep/" + "g/" * 56 + "k", "content": "x"})
+    assert is_error(r) and "lies 257 directories below the root" in text(r), text(r)
+    assert not (deep / "g").exists()

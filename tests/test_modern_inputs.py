@@ -394,3 +394,33 @@ def test_gather_asks_everything_in_one_round(tmp_path: Path) -> None:
             h, "ask_together", caps=caps, inputResponses=partial, requestState=r["requestState"]
         )["result"]
         assert list(again["inputRequests"]) == ["sample-2"]
+
+
+def test_modern_batch_that_asks_runs_none_of_its_calls_until_the_answers(tmp_path: Path) -> None:
+    # An approval to ask ends the round before anything runs: the call needing no
+    # approval runs once, on the retry, not also in the input-required round.
+    notes = tmp_path / "notes.txt"
+    with host(tmp_path, "--approve", "echo") as h:
+        calls = [
+            {"id": "w", "name": "append_note", "arguments": {"path": "notes.txt", "line": "once"}},
+            {"id": "e", "name": "echo", "arguments": {"text": "hi"}},
+        ]
+        meta = {PV: V, CAPS: {"elicitation": {}}}
+        r = h.request("tools/callBatch", {"_meta": meta, "calls": calls})["result"]
+        assert r["resultType"] == "input_required", r
+        assert list(r["inputRequests"]) == ['approval/"e"']
+        assert not notes.exists()  # nothing ran in the round that asked
+        allow = {"action": "accept", "content": {"decision": "allow"}}
+        done = h.request(
+            "tools/callBatch",
+            {
+                "_meta": meta,
+                "calls": calls,
+                "inputResponses": {'approval/"e"': allow},
+                "requestState": r["requestState"],
+            },
+        )["result"]
+        assert done["resultType"] == "complete", done
+        out = {e["id"]: e["result"]["content"][0]["text"] for e in done["results"]}
+        assert out == {"w": "noted", "e": "hi"}
+    assert notes.read_text() == "once\n"

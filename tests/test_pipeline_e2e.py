@@ -605,6 +605,34 @@ def test_a_thousand_concurrent_appends_to_one_file_lose_nothing(tmp_path: Path) 
     assert len((tmp_path / "racy.txt").read_text().splitlines()) < 50
 
 
+def test_paths_given_as_a_list_are_queued_too(tmp_path: Path) -> None:
+    # A tool whose mutated argument is a list of paths holds every one of them: calls
+    # naming the same file (alone, or among others, spelled differently) run one at a
+    # time, in arrival order, so none of their read-modify-writes is lost.
+    (tmp_path / "sub").mkdir()
+    spellings = [["shared.txt"], ["own-{i}.txt", "shared.txt"], ["./sub/../shared.txt"]]
+    n = 150
+    with pipeline_host(tmp_path) as h:
+        lines = b"".join(
+            json.dumps(
+                _call(
+                    i,
+                    "append_to_each",
+                    {
+                        "paths": [p.format(i=i) for p in spellings[i % len(spellings)]],
+                        "line": f"line {i}",
+                    },
+                )
+            ).encode()
+            + b"\n"
+            for i in range(n)
+        )
+        h.send_raw(lines)
+        for i in range(n):
+            assert text_of(h.recv_response(i, timeout=60)) == "ok"
+    assert (tmp_path / "shared.txt").read_text().splitlines() == [f"line {i}" for i in range(n)]
+
+
 def test_the_queue_is_per_real_path_across_calls_and_batches(tmp_path: Path) -> None:
     (tmp_path / "real.txt").write_text("")
     (tmp_path / "link.txt").symlink_to(tmp_path / "real.txt")

@@ -73,3 +73,34 @@ def test_a_sandboxed_command_cannot_see_another_hosts_files(tmp_path: Path) -> N
             assert mine.parent.name in listing and theirs.parent.name not in listing
             assert bash(h, f"head -n 1 {mine}").get("isError") is not True
     assert os.path.exists(theirs) is False  # its host has exited and removed it
+
+
+def test_the_file_tools_refuse_another_hosts_full_output_files(tmp_path: Path) -> None:
+    # read and grep accept this host's full-output files outside the root; another
+    # host's (same user, another root) are outside both, for every file tool.
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    with host(tmp_path / "a", "none") as other:
+        theirs = full_output(other)
+        with host(tmp_path / "b", "none") as h:
+            mine = full_output(h)
+            assert mine.parent.parent == theirs.parent.parent  # siblings in one parent
+            # Control: this host's own file is readable by read and grep.
+            own = h.call("read", {"path": str(mine), "offset": 2998, "limit": 1})["result"]
+            assert own.get("isError") is not True and "2998" in text_of({"result": own})
+            found = h.call("grep", {"pattern": "^2999$", "path": str(mine)})["result"]
+            assert found.get("isError") is not True and ":2999:" in text_of({"result": found})
+            attempts: list[tuple[str, dict[str, Any]]] = [
+                ("read", {"path": str(theirs)}),
+                ("grep", {"pattern": "2999", "path": str(theirs)}),
+                ("grep", {"pattern": "2999", "path": str(theirs.parent)}),
+                ("find", {"pattern": "*", "path": str(theirs.parent)}),
+                ("ls", {"path": str(theirs.parent)}),
+                ("ls", {"path": str(theirs.parent.parent)}),
+            ]
+            for tool, args in attempts:
+                r = h.call(tool, args)["result"]
+                said = text_of({"result": r})
+                assert r.get("isError") is True, (tool, args, r)
+                assert "outside the root" in said, (tool, args, said)
+                assert "2998" not in said.replace(str(theirs), ""), (tool, args, said)

@@ -5,6 +5,10 @@ memory. Unsized, each could grow to half the host's RAM (the kernel default), so
 command could fill the host's memory. Each is now as large as ``[sandbox.limits]
 tmpfs_size`` (512 MiB by default, as SECURITY.md says) and writing past it fails with
 ENOSPC; /dev is read-only for files (its devices still work).
+
+Every command that writes is guarded (``boxed``): were the sandbox silently not there,
+it would fill the machine's own /tmp and /dev/shm and create files in its /dev; the
+test then fails before doing so.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import pytest
 
 from tests.e2e_helpers import text_of
 from tests.hostproc import HostProcess
-from tests.sandbox_support import require_sandbox
+from tests.sandbox_support import boxed, check_boxed, require_boxed, require_sandbox
 
 MIB = 1 << 20
 
@@ -35,6 +39,7 @@ def host(tmp_path: Path) -> Iterator[HostProcess]:
     root.mkdir()
     with _host(root) as h:
         h.initialize()
+        require_boxed(h)
         yield h
 
 
@@ -59,26 +64,23 @@ def test_writing_past_the_configured_size_fails_with_enospc(tmp_path: Path) -> N
     cfg.write_text(f"[sandbox.limits]\ntmpfs_size = {8 * MIB}\n")
     with _host(root, cfg) as h:
         h.initialize()
+        require_boxed(h)
         assert _sizes(h) == {"/tmp": 8 * MIB, "/dev/shm": 8 * MIB}
         for mount in ("/tmp", "/dev/shm"):
             command = (
                 f"head -c {MIB} /dev/zero > {mount}/small && echo small-ok;"  # the control
                 f" head -c {9 * MIB} /dev/zero > {mount}/fill; echo rc=$?"
             )
-            got = text_of(h.call("bash", {"command": command}, timeout=60))
+            got = check_boxed(text_of(h.call("bash", {"command": boxed(command)}, timeout=60)))
             assert "small-ok" in got, got
             assert "No space left on device" in got and "rc=1" in got, got
 
 
 def test_dev_holds_no_files_but_its_devices_work(host: HostProcess) -> None:
-    got = text_of(
-        host.call(
-            "bash",
-            {
-                "command": "echo x > /dev/stash; echo rc=$?; echo y > /dev/null && echo null-ok;"
-                " head -c 4 /dev/zero | wc -c"
-            },
-        )
+    command = (
+        "echo x > /dev/stash; echo rc=$?; echo y > /dev/null && echo null-ok;"
+        " head -c 4 /dev/zero | wc -c"
     )
+    got = check_boxed(text_of(host.call("bash", {"command": boxed(command)})))
     assert "Read-only file system" in got and "rc=1" in got and "null-ok" in got, got
     assert got.endswith("4"), got

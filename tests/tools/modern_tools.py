@@ -81,3 +81,16 @@ async def ask_together(ctx: ToolContext) -> str:
     )
     content = reply.get("content") or {}
     return f"{name['content']['name']} / {content.get('text')} / {len(roots)} roots"
+
+
+@tool
+async def append_note(path: str, line: str, ctx: ToolContext) -> str:
+    """Append ``line`` to ``path`` (in the root): a write that must land once.
+
+    Args:
+        path: the file, relative to the root.
+        line: the line to append.
+    """
+    with open(ctx.env.resolve(path), "a") as f:
+        f.write(line + "\n")
+    return "noted"

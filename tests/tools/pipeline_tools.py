@@ -174,6 +174,17 @@ async def append_line(path: str, line: str, ctx: ToolContext) -> str:
     return "ok"
 
 
+@tool(mutates=("paths",))
+async def append_to_each(paths: list[str], line: str, ctx: ToolContext) -> str:
+    """append_line for each of ``paths`` (a list argument the mutation queue must hold)."""
+    for path in paths:
+        real = ctx.env.resolve(path)
+        data = real.read_text() if real.exists() else ""
+        await anyio.sleep(0.001)
+        real.write_text(data + line + "\n")
+    return "ok"
+
+
 @tool
 async def append_unqueued(path: str, line: str, ctx: ToolContext) -> str:
     """The same read-modify-write without declaring mutates (shows what the queue prevents)."""
