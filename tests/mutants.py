@@ -57,6 +57,15 @@ class Mutant:
 
 
 SECCOMP_TESTS = ("tests/test_sandbox_seccomp_rules.py",)
+PATH_DEPTH_TEST = (
+    "tests/test_builtin_paths.py::test_a_path_of_256_components_is_accepted_and_257_refused"
+)
+MODERN_APPROVAL_TEST = "tests/test_modern_inputs.py::test_modern_approval_through_elicitation"
+LIST_QUEUE_TEST = "tests/test_pipeline_e2e.py::test_paths_given_as_a_list_are_queued_too"
+EDIT_OVERLAP_TEST = (
+    "tests/test_builtin_edit.py::test_overlapping_occurrences_are_taken_leftmost_and_apart"
+)
+COMMIT_TESTS = "tests/test_commit_order_e2e.py"
 
 MUTANTS: tuple[Mutant, ...] = (
     Mutant(
@@ -151,6 +160,242 @@ MUTANTS: tuple[Mutant, ...] = (
         (
             "tests/test_builtin_paths.py::test_a_sibling_whose_name_starts_with_the_roots_is_outside",
         ),
+    ),
+    Mutant(
+        "paths: a resolved path outside the root is accepted",
+        "host/paths.py",
+        "    if not is_inside(real, root):\n        raise _outside(path)\n    rel =",
+        "    if False:\n        raise _outside(path)\n    rel =",
+        ("tests/test_builtin_paths.py::test_escapes_refused",),
+    ),
+    Mutant(
+        "paths: 300 components are allowed",
+        "host/paths.py",
+        "MAX_PATH_COMPONENTS = 256\n",
+        "MAX_PATH_COMPONENTS = 300\n",
+        (PATH_DEPTH_TEST,),
+    ),
+    Mutant(
+        "paths: a path argument of 256 components is refused",
+        "host/paths.py",
+        'if path.count("/") + 1 > MAX_PATH_COMPONENTS:',
+        'if path.count("/") + 1 >= MAX_PATH_COMPONENTS:',
+        (PATH_DEPTH_TEST,),
+    ),
+    Mutant(
+        "paths: a file 256 levels below the root is refused",
+        "host/paths.py",
+        'if rel.count("/") > MAX_PATH_COMPONENTS:',
+        'if rel.count("/") >= MAX_PATH_COMPONENTS:',
+        (PATH_DEPTH_TEST,),
+    ),
+    Mutant(
+        "outputs: read and grep open any host's full-output files",
+        "host/outputs.py",
+        "    if os.path.dirname(real) != d:",
+        "    if not os.path.dirname(real).startswith(os.path.dirname(d)):",
+        (
+            "tests/test_sandbox_escape_outputs.py"
+            "::test_the_file_tools_refuse_another_hosts_full_output_files",
+        ),
+    ),
+    Mutant(
+        "mounts: commands run unsandboxed though the sandbox is active",
+        "host/sandbox.py",
+        "        if not sandboxed or self.bwrap is None:\n            return WrappedCommand(",
+        "        if True:\n            return WrappedCommand(",
+        ("tests/test_sandbox_escape_tmpfs.py",),
+    ),
+    Mutant(
+        "mounts: the host's /tmp instead of a private tmpfs",
+        "host/sandbox.py",
+        '("--proc", "", "/proc"), ("--tmpfs", "", "/tmp")]',
+        '("--proc", "", "/proc"), ("--bind", "/tmp", "/tmp")]',
+        ("tests/test_sandbox_escape.py::test_private_tmp_is_emptied_between_commands",),
+    ),
+    Mutant(
+        "mounts: /dev stays writable",
+        "host/sandbox.py",
+        'return [*sorted(ops, key=lambda op: _depth(op[2])), ("--remount-ro", "", "/dev")]',
+        "return sorted(ops, key=lambda op: _depth(op[2]))",
+        ("tests/test_sandbox_escape_tmpfs.py::test_dev_holds_no_files_but_its_devices_work",),
+    ),
+    Mutant(
+        "mounts: extra_ro_paths are bound writable",
+        "host/sandbox.py",
+        'ops += [("--ro-bind", p, p) for p in self.settings.extra_ro_paths]',
+        'ops += [("--bind", p, p) for p in self.settings.extra_ro_paths]',
+        ("tests/test_sandbox.py::test_extra_paths",),
+    ),
+    Mutant(
+        "mounts: the full-output directory is bound writable",
+        "host/sandbox.py",
+        'ops += [("--ro-bind", p, p) for p in outputs.sandbox_ro_paths()]',
+        'ops += [("--bind", p, p) for p in outputs.sandbox_ro_paths()]',
+        (
+            "tests/test_sandbox_escape_outputs.py"
+            "::test_a_sandboxed_command_cannot_change_a_full_output_file",
+        ),
+    ),
+    Mutant(
+        "mounts: the host's inputs inside the root are writable",
+        "host/sandbox.py",
+        '            ("--ro-bind", p, p)\n            for p in self.protected_paths',
+        '            ("--bind", p, p)\n            for p in self.protected_paths',
+        (
+            "tests/test_sandbox_escape_inputs.py"
+            "::test_a_sandboxed_command_cannot_change_the_host_inputs",
+        ),
+    ),
+    Mutant(
+        "approval: a denied call runs",
+        "host/pipeline.py",
+        "            if not decision.allowed:",
+        "            if False:",
+        ("tests/test_pipeline_e2e.py::test_a_denied_approval_never_runs_the_tool",),
+    ),
+    Mutant(
+        "approval: a declined or cancelled form allows the call",
+        "host/approval.py",
+        'return ApprovalDecision(False, f"the user {done} the approval form")',
+        'return ApprovalDecision(True, f"the user {done} the approval form")',
+        (MODERN_APPROVAL_TEST,),
+    ),
+    Mutant(
+        "approval: a tool a reload adds needs no approval",
+        "host/approval.py",
+        "if self.names and self.known and tool.name not in self.known:",
+        "if False:",
+        (
+            "tests/test_sandbox_escape_inputs.py"
+            "::test_approve_names_also_covers_tools_a_reload_adds",
+        ),
+    ),
+    Mutant(
+        "approval keys: the calls of a batch share one key",
+        "host/approval.py",
+        'key = APPROVAL_KEY if call.batch_id is None else f"{APPROVAL_KEY}/{call_key(call.id)}"',
+        "key = APPROVAL_KEY",
+        ("tests/test_modern_inputs.py::test_modern_batch_asks_once_per_call_in_source_order",),
+    ),
+    Mutant(
+        "approval keys: ids differing in type share a key",
+        "host/rounds.py",
+        '    return _json.dumps(call_id).decode("utf-8")',
+        "    return str(call_id)",
+        (
+            "tests/test_sandbox_escape_approvals.py"
+            "::test_batch_ids_differing_in_type_get_an_approval_each",
+        ),
+    ),
+    Mutant(
+        "approval: an answer to an approval the host never asked is taken",
+        "host/rounds.py",
+        "elif key in self.responses and (not signed_only or key in self.asked_before):",
+        "elif key in self.responses:",
+        (MODERN_APPROVAL_TEST,),
+    ),
+    Mutant(
+        "requestState: an altered state is accepted",
+        "host/rounds.py",
+        "        if not hmac.compare_digest(good, mac):",
+        "        if False:",
+        ("tests/test_modern_inputs.py::test_tampered_or_foreign_state_is_an_error",),
+    ),
+    Mutant(
+        "requestState: a state is taken for another request",
+        "host/rounds.py",
+        '            if payload.get("d") != self.digest:',
+        "            if False:",
+        (MODERN_APPROVAL_TEST,),
+    ),
+    Mutant(
+        "batch: a 2026-07-28 batch that asks runs its other calls in that round",
+        "host/batch.py",
+        "    if asking:\n",
+        "    if False:\n",
+        (
+            "tests/test_modern_inputs.py"
+            "::test_modern_batch_that_asks_runs_none_of_its_calls_until_the_answers",
+        ),
+    ),
+    Mutant(
+        "mutation queue: paths given as a list are not held",
+        "host/mutation.py",
+        "values = value if isinstance(value, list) else [value]",
+        "values = [value]",
+        (LIST_QUEUE_TEST,),
+    ),
+    Mutant(
+        "mutation queue: only the first of a call's paths is held",
+        "host/mutation.py",
+        "ordered = sorted(set(keys))",
+        "ordered = sorted(set(keys))[:1]",
+        (LIST_QUEUE_TEST,),
+    ),
+    Mutant(
+        "null: null for a nullable optional parameter becomes its default",
+        "host/schema.py",
+        "                and not self._sub_valid(declared, None)\n",
+        "                and True\n",
+        (
+            "tests/test_null_arguments_e2e.py"
+            "::test_null_for_a_nullable_optional_parameter_stays_null",
+        ),
+    ),
+    Mutant(
+        "edit: overlapping occurrences are all taken",
+        "host/builtins/edit.py",
+        "pos = haystack.find(needle, pos + len(needle))",
+        "pos = haystack.find(needle, pos + 1)",
+        (EDIT_OVERLAP_TEST,),
+    ),
+    Mutant(
+        "edit: the rightmost occurrence is taken first",
+        "host/builtins/edit.py",
+        "    pos = haystack.find(needle)\n",
+        "    pos = haystack.rfind(needle)\n",
+        (EDIT_OVERLAP_TEST,),
+    ),
+    Mutant(
+        "workers: an 8 s pause before the restart after one crash",
+        "host/workers.py",
+        "RESTART_BACKOFF = (0.0, 0.1,",
+        "RESTART_BACKOFF = (8.0, 0.1,",
+        (
+            "tests/test_workers_health.py"
+            "::test_after_one_crash_the_next_call_is_served_without_a_pause",
+        ),
+    ),
+    Mutant(
+        "cancel/commit: a cancellation interrupts a committed call",
+        "toolwire/session.py",
+        "        if self._scope is not None and not self._committed:\n            self._scope.cancel()",
+        "        if self._scope is not None:\n            self._scope.cancel()",
+        (COMMIT_TESTS,),
+    ),
+    Mutant(
+        "cancel/commit: a committed call that was cancelled is not answered",
+        "toolwire/session.py",
+        "            if ctx._committed and reply is not None:",
+        "            if False:",
+        (COMMIT_TESTS,),
+    ),
+    Mutant(
+        "cancel/commit: a cancelled call may still commit",
+        "toolwire/session.py",
+        "        if self.cancelled_by is not None or self._abort_error is not None:\n"
+        "            return False\n        self._committed = True",
+        "        if self._abort_error is not None:\n"
+        "            return False\n        self._committed = True",
+        (COMMIT_TESTS,),
+    ),
+    Mutant(
+        "cancel/commit: a call past its timeout may still commit",
+        "host/context.py",
+        "        if scope is not None and scope.cancel_called:",
+        "        if False:",
+        (COMMIT_TESTS,),
     ),
 )
 
