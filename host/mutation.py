@@ -1,10 +1,11 @@
 """The per-file mutation queue: calls that change the same file run one at a time.
 
 A tool declares the arguments holding paths it changes (``@tool(mutates=("path",))``;
-the built-in ``write`` and ``edit`` do). Before such a call runs, the host takes one
-lock per path, keyed by the real path (symlinks followed; for a missing file, the
-resolved path it would have). Locks are FIFO, so calls on one file run in arrival
-order; calls on different files run in parallel. Every ``tools/call`` and every batch
+the built-in ``write`` and ``edit`` do). Before such a call runs, it takes its place in
+one FIFO queue per path, keyed by the real path (symlinks followed; for a missing file,
+the resolved path it would have), in all of them at once when it arrives, so calls on
+one file run one at a time in arrival order (a call naming several paths too); calls
+on different files run in parallel. Every ``tools/call`` and every batch
 in the process shares one queue.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections import deque
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
@@ -24,18 +26,16 @@ __all__ = ["MutationQueue", "mutation_keys"]
 
 
 class _Entry:
-    __slots__ = ("lock", "users")
+    """The calls holding or awaiting one key, in arrival order (the first holds it)."""
+
+    __slots__ = ("queue",)
 
     def __init__(self) -> None:
-        # fast_acquire: taking a free lock does not yield, so a call holding several
-        # paths queues on all of them in its arrival order (a yield after its first
-        # lock let a later call on its second path go first).
-        self.lock = anyio.Lock(fast_acquire=True)
-        self.users = 0
+        self.queue: deque[anyio.Event] = deque()
 
 
 class MutationQueue:
-    """FIFO locks keyed by real path; entries are dropped when no call holds or awaits them."""
+    """FIFO queues keyed by real path; entries are dropped when no call holds or awaits them."""
 
     def __init__(self) -> None:
         self._entries: dict[str, _Entry] = {}
@@ -45,25 +45,35 @@ class MutationQueue:
 
     @contextlib.asynccontextmanager
     async def hold(self, keys: Iterable[str]) -> AsyncIterator[None]:
-        """Hold the locks of every key (taken in sorted order, so two calls touching the
-        same files can never wait on each other)."""
-        ordered = sorted(set(keys))
-        entries = []
-        for key in ordered:
+        """Hold every key, each in arrival order.
+
+        A call takes its place in the queue of every key at once, when it arrives (no
+        await in between), then waits until it is first in each. Every call it waits for
+        arrived before it, so calls touching the same files never wait on each other, and
+        a call naming several paths cannot be overtaken on one of them by a later call
+        (as taking one lock after the other allowed).
+        """
+        tickets: list[tuple[str, _Entry, anyio.Event]] = []
+        for key in sorted(set(keys)):
             entry = self._entries.get(key)
             if entry is None:
                 entry = self._entries[key] = _Entry()
-            entry.users += 1
-            entries.append((key, entry))
+            ticket = anyio.Event()
+            entry.queue.append(ticket)
+            tickets.append((key, entry, ticket))
         try:
-            async with contextlib.AsyncExitStack() as stack:
-                for _key, entry in entries:
-                    await stack.enter_async_context(entry.lock)
-                yield
+            for _key, entry, ticket in tickets:
+                if entry.queue[0] is not ticket:
+                    await ticket.wait()  # set when the call ahead leaves
+            yield
         finally:
-            for key, entry in entries:
-                entry.users -= 1
-                if entry.users == 0 and self._entries.get(key) is entry:
+            for key, entry, ticket in tickets:
+                first = entry.queue[0] is ticket
+                entry.queue.remove(ticket)
+                if entry.queue:
+                    if first:
+                        entry.queue[0].set()
+                elif self._entries.get(key) is entry:
                     del self._entries[key]
 
 

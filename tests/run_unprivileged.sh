@@ -19,7 +19,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$(pwd -P)
-FILES=(tests/test_sandbox*.py tests/test_commands.py)
+# Arguments, when given, replace the files (e.g. one test file while working on it).
+if [ $# -gt 0 ]; then FILES=("$@"); else FILES=(tests/test_sandbox*.py tests/test_commands.py); fi
 TEST_UID=${TOOLWIRE_TEST_UID:-65534}
 TEST_GID=${TOOLWIRE_TEST_GID:-65534}
 

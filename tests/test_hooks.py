@@ -220,6 +220,28 @@ async def test_mutation_queue_is_fifo_per_key_and_forgets_idle_keys(tmp_path: Pa
         tg.start_soon(worker, "c", ["/g", "/f"])
     assert order == ["a+", "a-", "b+", "b-", "c+", "c-"]
     assert len(q) == 0
+    # A call waiting for its first path is not overtaken on its second: e arrived
+    # before f, so f (which wants only /y, free until e gets it) waits for e.
+    order.clear()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(worker, "d", ["/x"])
+        await anyio.sleep(0)
+        tg.start_soon(worker, "e", ["/x", "/y"])
+        await anyio.sleep(0)
+        tg.start_soon(worker, "f", ["/y"])
+    assert order == ["d+", "d-", "e+", "e-", "f+", "f-"]
+    assert len(q) == 0
+    # A call cancelled while it waits leaves every queue it stood in.
+    order.clear()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(worker, "g", ["/x"])
+        await anyio.sleep(0)
+        with anyio.move_on_after(0.001):
+            async with q.hold(["/x", "/y"]):
+                order.append("never")
+        tg.start_soon(worker, "h", ["/y", "/x"])
+    assert order == ["g+", "g-", "h+", "h-"]
+    assert len(q) == 0
     env = ExecEnv.at(tmp_path)
     (tmp_path / "real").write_text("")
     (tmp_path / "link").symlink_to(tmp_path / "real")

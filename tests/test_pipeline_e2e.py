@@ -607,10 +607,11 @@ def test_a_thousand_concurrent_appends_to_one_file_lose_nothing(tmp_path: Path) 
 
 def test_paths_given_as_a_list_are_queued_too(tmp_path: Path) -> None:
     # A tool whose mutated argument is a list of paths holds every one of them: calls
-    # naming the same file (alone, or among others, spelled differently) run one at a
-    # time, in arrival order, so none of their read-modify-writes is lost.
+    # naming the same file (alone or among others, spelled differently) run one at a
+    # time in arrival order, so no read-modify-write is lost, and a call waiting for
+    # its first file is not overtaken on its second by a later call.
     (tmp_path / "sub").mkdir()
-    spellings = [["shared.txt"], ["own-{i}.txt", "shared.txt"], ["./sub/../shared.txt"]]
+    spellings = [["a.txt"], ["./sub/../a.txt", "b.txt"], ["b.txt"]]
     n = 150
     with pipeline_host(tmp_path) as h:
         lines = b"".join(
@@ -618,10 +619,7 @@ def test_paths_given_as_a_list_are_queued_too(tmp_path: Path) -> None:
                 _call(
                     i,
                     "append_to_each",
-                    {
-                        "paths": [p.format(i=i) for p in spellings[i % len(spellings)]],
-                        "line": f"line {i}",
-                    },
+                    {"paths": spellings[i % len(spellings)], "line": f"line {i}"},
                 )
             ).encode()
             + b"\n"
@@ -630,7 +628,9 @@ def test_paths_given_as_a_list_are_queued_too(tmp_path: Path) -> None:
         h.send_raw(lines)
         for i in range(n):
             assert text_of(h.recv_response(i, timeout=60)) == "ok"
-    assert (tmp_path / "shared.txt").read_text().splitlines() == [f"line {i}" for i in range(n)]
+    for name, kinds in (("a.txt", (0, 1)), ("b.txt", (1, 2))):
+        want = [f"line {i}" for i in range(n) if i % len(spellings) in kinds]
+        assert (tmp_path / name).read_text().splitlines() == want, name
 
 
 def test_the_queue_is_per_real_path_across_calls_and_batches(tmp_path: Path) -> None:

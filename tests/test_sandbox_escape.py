@@ -37,9 +37,12 @@ from tests.hostproc import HostProcess
 from tests.sandbox_support import (
     PROMISE_TEXT,
     PROMISED_LIMITS,
+    boxed,
+    check_boxed,
     expected_limit,
     parse_proc_limits,
     pids_cgroup_expected,
+    require_boxed,
     require_sandbox,
 )
 from toolwire.models import DETAILS_META_KEY
@@ -146,6 +149,7 @@ def box(world: World) -> Iterator[HostProcess]:
         env={"AWS_SECRET_ACCESS_KEY": SECRET},
     )
     INSTRUCTIONS[id(h)] = instructions
+    require_boxed(h)  # before any attempt: they would harm this machine unsandboxed
     yield h
     h.close()
 
@@ -451,7 +455,9 @@ def test_no_mounts_or_capabilities(box: HostProcess, bare: HostProcess, world: W
         f"unshare -rm sh -c 'mount -o remount,rw {world.ro} && : > {marker}'; "
         "echo unshare-rc=$?; grep CapEff /proc/self/status"
     )
-    out, _ = _sh(box, cmd)
+    # Guarded: were the box not there, root would mount a tmpfs on this machine.
+    out, _ = _sh(box, boxed(cmd))
+    check_boxed(out)
     assert not marker.exists()
     assert "tools-present" in out, out
     # EPERM: mount(8) says "permission denied" (or, when its caller's uid is not 0,

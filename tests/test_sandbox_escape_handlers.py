@@ -126,6 +126,13 @@ def box(place: Place) -> Iterator[HostProcess]:
     """A host with the defaults: tool modules in workers, sandbox auto (active here)."""
     require_sandbox()
     h = _start(place)
+    # Before any attempt: the handlers must really run in the sandbox (another mount
+    # and PID namespace than this test's), or they would act on this machine.
+    ns = _call(h, "own_namespaces").splitlines()
+    own = [os.readlink(f"/proc/self/ns/{kind}") for kind in ("mnt", "pid")]
+    if len(ns) != 2 or any(a == b for a, b in zip(ns, own, strict=True)):
+        h.close()
+        pytest.fail(f"the handlers do not run in the sandbox ({ns} vs {own})", pytrace=False)
     yield h
     h.close()
 

@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 
 from tests.hostproc import HostProcess
-from tests.sandbox_support import needs_bwrap, require_sandbox
+from tests.sandbox_support import boxed, check_boxed, needs_bwrap, require_boxed, require_sandbox
 
 PROBE = Path(__file__).resolve().parent / "kernel_probe.py"
 ROOT_USER = os.geteuid() == 0
@@ -76,6 +76,7 @@ def box(base: Path) -> Iterator[HostProcess]:
     require_sandbox()
     h = HostProcess(["--root", str(base / "root"), "--sandbox", "bwrap"])
     h.initialize()
+    require_boxed(h)  # before any attempt: writes to /proc/sys would reach this machine
     yield h
     h.close()
 
@@ -90,10 +91,14 @@ def _probe(h: HostProcess, *args: str) -> tuple[int, str, str]:
 
 @needs_bwrap
 def test_a_global_sysctl_cannot_be_written(box: HostProcess) -> None:
-    out = _sh(
-        box,
-        "v=$(cat /proc/sys/vm/swappiness) && echo value=$v && "
-        "echo $v > /proc/sys/vm/swappiness && echo WROTE",
+    out = check_boxed(
+        _sh(
+            box,
+            boxed(
+                "v=$(cat /proc/sys/vm/swappiness) && echo value=$v && "
+                "echo $v > /proc/sys/vm/swappiness && echo WROTE"
+            ),
+        )
     )
     assert "value=" in out, out  # the command ran and could read it
     assert "WROTE" not in out
@@ -123,7 +128,8 @@ def test_sensitive_proc_entries_are_read_only_or_masked(box: HostProcess) -> Non
         assert "timer_list=0" in out, out
     if os.path.exists("/proc/sysrq-trigger"):
         # Opening for writing (no byte written) is refused.
-        assert "READONLY" in _sh(box, ": > /proc/sysrq-trigger || echo READONLY")
+        out = check_boxed(_sh(box, boxed(": > /proc/sysrq-trigger || echo READONLY")))
+        assert "READONLY" in out, out
 
 
 # ------------------------------------------------------------------ kernel keyring

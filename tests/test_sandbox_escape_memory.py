@@ -29,7 +29,7 @@ import pytest
 
 from tests.e2e_helpers import text_of
 from tests.hostproc import TOOLS_DIR, HostProcess
-from tests.sandbox_support import require_sandbox
+from tests.sandbox_support import boxed, check_boxed, require_sandbox
 
 MIB = 1 << 20
 TOOLS = TOOLS_DIR / "memory_tools.py"
@@ -112,8 +112,11 @@ def worker_host(tmp_path: Path) -> Iterator[HostProcess]:
 
 
 def _bash(h: HostProcess, command: str) -> dict[str, Any]:
-    resp = h.call("bash", {"command": command}, timeout=120)
+    """Run ``command`` only inside the sandbox (:func:`boxed`): unsandboxed it would
+    fill the machine's own /dev/shm."""
+    resp = h.call("bash", {"command": boxed(command)}, timeout=120)
     assert "result" in resp, resp
+    check_boxed(text_of(resp))
     return resp["result"]  # type: ignore[no-any-return]
 
 

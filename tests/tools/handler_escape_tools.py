@@ -429,6 +429,12 @@ async def forge_asks(tag: str, ctx: ToolContext, own: bool = False, linger: floa
 
 
 @tool
+def own_namespaces() -> str:
+    """This process's mount and PID namespaces (``/proc/self/ns``), one a line."""
+    return "\n".join(os.readlink(f"/proc/self/ns/{kind}") for kind in ("mnt", "pid"))
+
+
+@tool
 def own_confinement() -> str:
     """This process's capabilities, no_new_privs and seccomp lines of
     ``/proc/self/status``, then its ``/proc/self/limits`` table."""
