@@ -96,3 +96,6 @@ def test_null_for_a_nullable_optional_parameter_stays_null(host: InProcHost) -> 
     assert text_of(host.call("nullable_note", {"note": None})) == "None"
     assert text_of(host.call("nullable_note", {})) == "'default note'"
     assert text_of(host.call("nullable_note", {"note": "given"})) == "'given'"
+    # ... also when another argument needs coercion ("2" to 2), which runs the lenient
+    # conversions over every argument: the null is not taken for an absent value there
+    assert text_of(host.call("nullable_note", {"note": None, "repeat": "2"})) == "None None"

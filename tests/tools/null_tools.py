@@ -42,6 +42,7 @@ def model_save(args: SaveArgs, ctx: ToolContext) -> str:
 
 
 @tool
-def nullable_note(note: str | None = "default note") -> str:
-    """Answer what ``note`` was: a null given to this nullable parameter stays null."""
-    return repr(note)
+def nullable_note(note: str | None = "default note", repeat: int = 1) -> str:
+    """Answer what ``note`` was (``repeat`` times): a null given to this nullable
+    parameter stays null."""
+    return " ".join([repr(note)] * repeat)
