@@ -63,7 +63,7 @@ lint: $(STAMP) typecheck-tree
 
 # Planted one-line regressions in security- and data-critical code, applied one at a
 # time to a copy of the tree: each must turn its named tests red (tests/mutants.py
-# lists them and says how; `--list`, `--only NAME`).
+# lists them and says how; `--list`, `--only NAME`; tests/README.md).
 mutants: $(STAMP)
 	$(PY) tests/mutants.py
 

@@ -13,8 +13,9 @@ copy of this checkout's dependencies whose interpreter imports the copy. Then:
    file), its tests run, the file is restored; the mutant is *caught* when they fail.
 
 Exit status 0 when every mutant was caught; 1 when one survived or a baseline failed
-(each is listed). ``--only NAME`` runs one mutant; ``--list`` prints them. A new
-mutant: one entry below, naming the narrowest tests that must notice it.
+(each is listed). ``--only NAME`` (repeatable) runs only those; ``--list`` prints
+them. A new mutant: one entry below, naming the narrowest tests that must notice it.
+tests/README.md says more.
 
 Run as ``make mutants`` (or ``.venv/bin/python tests/mutants.py``).
 """
@@ -498,16 +499,19 @@ def _run(
 def main(argv: list[str] | None = None) -> int:
     """Run the mutants; 0 when every one was caught."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
-    parser.add_argument("--only", help="run the mutant of this name only")
+    parser.add_argument(
+        "--only", action="append", help="run the mutant of this name only (may be repeated)"
+    )
     parser.add_argument("--list", action="store_true", help="print the mutants and exit")
     args = parser.parse_args(argv)
-    chosen = [m for m in MUTANTS if args.only in (None, m.name)]
+    chosen = [m for m in MUTANTS if args.only is None or m.name in args.only]
     if args.list:
         for m in MUTANTS:
             print(f"{m.name}  [{m.path}]  -> {' '.join(m.tests)}")
         return 0
-    if not chosen:
-        raise SystemExit(f"mutants: no mutant named {args.only!r} (see --list)")
+    unknown = sorted(set(args.only or ()) - {m.name for m in MUTANTS})
+    if unknown or not chosen:
+        raise SystemExit(f"mutants: no mutant named {', '.join(unknown)!r} (see --list)")
     failures: list[str] = []
     with tempfile.TemporaryDirectory(prefix="toolwire-mutants.") as tmp:
         dest = Path(tmp)
