@@ -66,6 +66,8 @@ class Server:
 
 
 WORKERS = "toolwire workers"
+BEFORE = "toolwire workers, before"
+"""The ``--baseline`` contender: the workers column of another checkout's interpreter."""
 INPROC = "toolwire in-process"
 MCP = "MCP SDK MCPServer"
 
@@ -74,18 +76,34 @@ ROOT = Path(tempfile.gettempdir())
 the busy-tool scenarios go here, as a sandboxed worker sees the host's /tmp only there."""
 
 
-def toolwire_argv(isolation: str, tools: str | None, *extra: str) -> list[str]:
+def toolwire_argv(
+    isolation: str, tools: str | None, *extra: str, python: str | None = None
+) -> list[str]:
     """``python -m toolwire.host`` with one isolation mode, in the scratch root."""
-    argv = [PY, "-m", "toolwire.host", "--no-entry-points", "--root", str(ROOT)]
+    argv = [python or PY, "-m", "toolwire.host", "--no-entry-points", "--root", str(ROOT)]
     argv += ["--isolation", isolation, *extra]
     if tools is not None:
         argv += ["--no-builtins", "--tools", str(HERE / "servers" / tools)]
     return argv
 
 
-def make_servers() -> list[Server]:
-    """The three contenders (their argv name ROOT, so this runs once ROOT is set)."""
+def make_servers(baseline: str | None = None) -> list[Server]:
+    """The three contenders (their argv name ROOT, so this runs once ROOT is set), and
+    with ``baseline`` (another checkout's python) a fourth: its workers."""
+    extra = []
+    if baseline:
+        extra.append(
+            Server(
+                BEFORE,
+                toolwire_argv("process", "toolwire_tools.py", python=baseline),
+                "ndjson",
+                toolwire_argv("process", "toolwire_many.py", python=baseline),
+                toolwire_argv("process", None, python=baseline),
+                "workers",
+            )
+        )
     return [
+        *extra,
         Server(
             WORKERS,
             toolwire_argv("process", "toolwire_tools.py"),
@@ -281,21 +299,25 @@ def descendants(pid: int) -> list[int]:
     return out
 
 
-def worker_processes(host_pid: int) -> tuple[list[int], list[int]]:
-    """(worker pythons, bubblewrap wrappers) among the host's descendants: the processes
-    whose command line holds ``toolwire.host.worker``, told apart by their name."""
+def worker_processes(host_pid: int) -> tuple[list[int], list[int], list[int]]:
+    """(worker pythons, bubblewrap wrappers, worker templates) among the host's
+    descendants: the processes whose command line holds ``toolwire.host.worker``, told
+    apart by their name, and those whose command line shows ``toolwire.host.zygote``
+    (the template a module's workers are forked from, toolwire.host.template)."""
     pythons: list[int] = []
     wrappers: list[int] = []
+    templates: list[int] = []
     for pid in descendants(host_pid):
         try:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
             comm = Path(f"/proc/{pid}/comm").read_text().strip()
         except OSError:
             continue
-        if b"toolwire.host.worker" not in cmdline:
-            continue
-        (wrappers if comm == "bwrap" else pythons).append(pid)
-    return pythons, wrappers
+        if b"toolwire.host.zygote" in cmdline and comm != "bwrap":
+            templates.append(pid)
+        elif b"toolwire.host.worker" in cmdline:
+            (wrappers if comm == "bwrap" else pythons).append(pid)
+    return pythons, wrappers, templates
 
 
 # ----------------------------------------------------------------------------- scenarios
@@ -472,7 +494,7 @@ async def big_echo(c: RawClient, size: int = 5 * 1024 * 1024) -> dict[str, float
 
 def worker_memory(c: RawClient, when: str) -> dict[str, float]:
     """RSS of the host's worker pythons (per worker) and their bubblewrap wrappers."""
-    pythons, wrappers = worker_processes(c.proc.pid)
+    pythons, wrappers, templates = worker_processes(c.proc.pid)
     if not pythons:
         return {}
     out = {f"workers_{when}": float(len(pythons))}
@@ -484,7 +506,16 @@ def worker_memory(c: RawClient, when: str) -> dict[str, float]:
             out["worker_idle_pss_MiB"] = statistics.mean(v for v in pss if v is not None)
         if wrappers:
             out["wrapper_idle_rss_MiB"] = sum(rss_of(pid)[0] for pid in wrappers) / len(pythons)
-        out["idle_rss_total_MiB"] = c.rss()[0] + sum(rss) + sum(rss_of(p)[0] for p in wrappers)
+        template_rss = [rss_of(pid)[0] for pid in templates]
+        if templates:
+            out["template_idle_rss_MiB"] = sum(template_rss)
+        out["idle_rss_total_MiB"] = (
+            c.rss()[0] + sum(rss) + sum(rss_of(p)[0] for p in wrappers) + sum(template_rss)
+        )
+        every = [c.proc.pid, *pythons, *wrappers, *templates]
+        every_pss = [pss_of(pid) for pid in every]
+        if all(v is not None for v in every_pss):
+            out["idle_pss_total_MiB"] = sum(v for v in every_pss if v is not None)
     else:
         out["worker_peak_rss_MiB"] = max(rss_of(pid)[1] for pid in pythons)
     return out
@@ -493,6 +524,7 @@ def worker_memory(c: RawClient, when: str) -> dict[str, float]:
 async def memory(c: RawClient) -> dict[str, float]:
     await c.request("tools/list")
     idle, _ = c.rss()
+    pss = pss_of(c.proc.pid)
     figures = worker_memory(c, "idle")
     frames, futs = [], []
     for i in range(2000):
@@ -505,6 +537,8 @@ async def memory(c: RawClient) -> dict[str, float]:
     _, peak = c.rss()
     figures.update(worker_memory(c, "after"))
     figures.setdefault("idle_rss_total_MiB", idle)
+    if "idle_pss_total_MiB" not in figures and pss is not None:
+        figures["idle_pss_total_MiB"] = pss
     return {"idle_rss_MiB": idle, "peak_rss_MiB": peak, **figures}
 
 
@@ -531,6 +565,26 @@ async def worker_start(server: Server, sandbox: bool) -> dict[str, float]:
             if m:
                 key = "worker_ready_ms" if sandbox else "worker_ready_nosandbox_ms"
                 return {key: float(m.group(1))}
+    finally:
+        await c.close()
+
+
+async def restart_after_crash(server: Server) -> dict[str, float]:
+    """``--workers 1``: a worker crashes (the ``crash`` tool) and an echo is sent as soon
+    as the crash's error result arrives; milliseconds from that result to the echo's
+    answer (the new worker's start included). Workers only."""
+    if server.kind != "workers":
+        return {}
+    c = await RawClient.start(server, [*server.argv, "--workers", "1"])
+    try:
+        await c.initialize()
+        ok(await c.request("tools/call", {"name": "echo", "arguments": {"text": "warm"}}))
+        crashed = await c.request("tools/call", {"name": "crash", "arguments": {}})
+        if not crashed.get("result", {}).get("isError"):
+            raise RuntimeError(f"the crash was not reported: {str(crashed)[:300]}")
+        t0 = time.perf_counter()
+        ok(await c.request("tools/call", {"name": "echo", "arguments": {"text": "again"}}))
+        return {"restart_after_crash_ms": (time.perf_counter() - t0) * 1000}
     finally:
         await c.close()
 
@@ -577,7 +631,7 @@ async def timeout_stuck(server: Server) -> dict[str, float]:
 
     async def body(c: RawClient) -> dict[str, float]:
         await c.request("tools/list")
-        before, _ = worker_processes(c.proc.pid)
+        before, _, _ = worker_processes(c.proc.pid)
         data, fut = c.call("stuck", {"ms": STUCK_MS})
         t0 = time.perf_counter()
         await c.write(data)
@@ -662,6 +716,7 @@ def scenarios(quick: bool) -> list[tuple[str, Scenario]]:
         ("cold start, 2,000 tools", lambda srv: cold_start_many(srv, 1)),
         ("worker start", lambda srv: worker_start(srv, True)),
         ("worker start, --sandbox none", lambda srv: worker_start(srv, False)),
+        ("first call after a worker crash", restart_after_crash),
         ("sequential echo", lambda srv: with_client(srv, lambda c: sequential(c, seq_n))),
         (
             "sequential sync echo",
@@ -706,7 +761,9 @@ def _paired(a: list[float] | None, b: list[float] | None) -> float | None:
     return statistics.median(x / y for x, y in zip(a, b, strict=True))
 
 
-async def bench_all(servers: list[Server], quick: bool) -> dict[str, dict[str, float]]:
+async def bench_all(
+    servers: list[Server], quick: bool, only: str | None = None
+) -> dict[str, dict[str, float]]:
     """Run every scenario on every server, the servers taking turns within each round
     (A, B, C, A, B, C, ...), so a machine whose speed drifts affects all alike; each
     figure is the median of its rounds."""
@@ -716,12 +773,15 @@ async def bench_all(servers: list[Server], quick: bool) -> dict[str, dict[str, f
         "cold start, 2,000 tools": 3 if quick else 5,
         "worker start": 9 if quick else 25,
         "worker start, --sandbox none": 5 if quick else 15,
+        "first call after a worker crash": 5 if quick else 9,
         # The figures issue 13 compares across servers: more rounds, compared pair by pair.
         "sequential echo": 3 if quick else 7,
         "pipelined echo": 3 if quick else 7,
     }
     samples: dict[str, dict[str, list[float]]] = {srv.label: {} for srv in servers}
     for name, scenario in scenarios(quick):
+        if only and not re.search(only, name):
+            continue
         n = rounds.get(name, 1 if quick else 3)
         print(f"  {name} ({n} rounds)", file=sys.stderr, flush=True)
         for _ in range(n):
@@ -755,6 +815,26 @@ async def bench_all(servers: list[Server], quick: bool) -> dict[str, dict[str, f
     paired = _paired(ws.get("pipelined_per_s"), ms.get("pipelined_per_s"))
     if paired is not None:
         w["pipelined_vs_mcp"] = paired
+    for key in ("cold_start_ms", "seq_p50_ms"):
+        paired = _paired(ws.get(key), is_.get(key))
+        if paired is not None:
+            w.setdefault(f"{key}_vs_inproc", paired)
+    paired = _paired(ws.get("cold_start_ms"), ms.get("cold_start_ms"))
+    if paired is not None:
+        w["cold_start_ms_vs_mcp"] = paired
+    restart = w.get("restart_after_crash_ms")
+    for label, key in ((INPROC, "restart_vs_inproc_cold"), (MCP, "restart_vs_mcp_cold")):
+        cold = results.get(label, {}).get("cold_start_ms")
+        if restart is not None and cold:
+            w[key] = restart / cold
+    bs = samples.get(BEFORE, {})
+    for key in ("cold_start_ms", "restart_after_crash_ms", "seq_p50_ms", "worker_ready_ms"):
+        paired = _paired(ws.get(key), bs.get(key))
+        if paired is not None:
+            w[f"{key}_vs_before"] = paired
+    paired = _paired(ws.get("pipelined_per_s"), bs.get("pipelined_per_s"))
+    if paired is not None:
+        w["pipelined_vs_before"] = paired
     for figures in results.values():
         if figures.get("cold_start_ms") and "cold_start_2000_tools_ms" in figures:
             figures["many_tools_factor"] = (
@@ -772,6 +852,9 @@ async def bench_all(servers: list[Server], quick: bool) -> dict[str, dict[str, f
 ROWS: list[tuple[str, str, str]] = [
     # key, label, better ("lower"/"higher")
     ("cold_start_ms", "cold start to first tools/list (ms)", "lower"),
+    ("cold_start_ms_vs_inproc", "cold start: worker ÷ in-process, paired (×)", "lower"),
+    ("cold_start_ms_vs_mcp", "cold start: worker ÷ MCPServer, paired (×)", "lower"),
+    ("cold_start_ms_vs_before", "cold start: worker ÷ worker before, paired (×)", "lower"),
     ("cold_start_2000_tools_ms", "cold start to the list of 2,000 raw-schema tools (ms)", "lower"),
     ("many_tools_factor", "2,000 tools ÷ own 3-tool cold start (×)", "lower"),
     ("cold_start_builtins_ms", "cold start of the default host, 7 built-in tools (ms)", "lower"),
@@ -782,7 +865,17 @@ ROWS: list[tuple[str, str, str]] = [
     ("worker_ready_nosandbox_ms", "worker ready with --sandbox none, median (ms)", "lower"),
     ("worker_ready_nosandbox_ms_min", "worker ready with --sandbox none: fastest (ms)", "lower"),
     ("worker_ready_nosandbox_ms_max", "worker ready with --sandbox none: slowest (ms)", "lower"),
+    (
+        "restart_after_crash_ms",
+        "--workers 1: first echo after a worker crash, from the crash's error result (ms)",
+        "lower",
+    ),
+    ("restart_vs_inproc_cold", "… ÷ in-process cold start, same run (×)", "lower"),
+    ("restart_vs_mcp_cold", "… ÷ MCPServer cold start, same run (×)", "lower"),
+    ("restart_after_crash_ms_vs_before", "… worker ÷ worker before, paired (×)", "lower"),
+    ("worker_ready_ms_vs_before", "worker ready: worker ÷ worker before, paired (×)", "lower"),
     ("seq_p50_ms", "sequential echo p50 (ms)", "lower"),
+    ("seq_p50_ms_vs_before", "sequential echo p50: worker ÷ worker before, paired (×)", "lower"),
     ("seq_p50_ms_vs_inproc", "sequential echo p50: worker ÷ in-process, paired (×)", "lower"),
     ("seq_p50_ms_vs_mcp", "sequential echo p50: worker ÷ MCPServer, paired (×)", "lower"),
     ("seq_p99_ms", "sequential echo p99 (ms)", "lower"),
@@ -798,6 +891,7 @@ ROWS: list[tuple[str, str, str]] = [
     ("pipelined_per_s", "5000 pipelined echo calls (calls/s)", "higher"),
     ("pipelined_vs_inproc", "pipelined echo: worker ÷ in-process, paired (×)", "higher"),
     ("pipelined_vs_mcp", "pipelined echo: worker ÷ MCPServer, paired (×)", "higher"),
+    ("pipelined_vs_before", "pipelined echo: worker ÷ worker before, paired (×)", "higher"),
     ("sleeps_20x200ms_ms", "20 concurrent 200 ms sleeps, wall (ms)", "lower"),
     ("echo_with_5_blocking_ms", "echo p50 with 5 sync calls blocking (ms)", "lower"),
     ("echo_with_39_blocking_ms", "echo p50 with 39 sync calls blocking (ms)", "lower"),
@@ -808,7 +902,9 @@ ROWS: list[tuple[str, str, str]] = [
     ("worker_idle_rss_MiB", "idle RSS per worker python (MiB)", "lower"),
     ("worker_idle_pss_MiB", "idle PSS per worker python (MiB)", "lower"),
     ("wrapper_idle_rss_MiB", "idle RSS of a worker's bubblewrap wrapper(s) (MiB)", "lower"),
-    ("idle_rss_total_MiB", "idle RSS, host + workers + wrappers (MiB)", "lower"),
+    ("template_idle_rss_MiB", "idle RSS of the module's worker template (MiB)", "lower"),
+    ("idle_rss_total_MiB", "idle RSS, host + workers + wrappers + template (MiB)", "lower"),
+    ("idle_pss_total_MiB", "idle PSS, host + workers + wrappers + template (MiB)", "lower"),
     ("peak_rss_MiB", "peak RSS of the server process (host) (MiB)", "lower"),
     ("worker_peak_rss_MiB", "peak RSS of a worker python (MiB)", "lower"),
     ("workers_after", "workers running after the load (2,000 pipelined + 5 MiB)", "lower"),
@@ -947,9 +1043,9 @@ def table(results: dict[str, dict[str, float]]) -> str:
 
 
 async def main_async(args: argparse.Namespace) -> None:
-    servers = make_servers()
+    servers = make_servers(args.baseline)
     print("benchmarking " + ", ".join(srv.label for srv in servers), file=sys.stderr)
-    results = await bench_all(servers, args.quick)
+    results = await bench_all(servers, args.quick, args.scenarios)
     report = table(results)
     print(report)
     if args.out:
@@ -987,6 +1083,16 @@ def main() -> None:
             "paused client (bench/paused.py)"
         ),
     )
+    p.add_argument(
+        "--scenarios",
+        default=None,
+        help="run only the scenarios whose name matches this regular expression",
+    )
+    p.add_argument(
+        "--baseline",
+        default=None,
+        help="the python of another checkout: its workers run as a fourth contender",
+    )
     args = p.parse_args()
     if args.only == "soak":
         sys.exit(run_soak())
@@ -1008,7 +1114,7 @@ def main() -> None:
         asyncio.run(main_async(args))
     finally:
         shutil.rmtree(ROOT, ignore_errors=True)
-    if args.only == "all":
+    if args.only == "all" and not args.scenarios:
         sys.exit(run_soak() or run_paused())
 
 

@@ -924,6 +924,53 @@ class Sandbox:
             memory_limit if memory_cgroup is not None else 0,
         )
 
+    def forked_groups(self) -> WrappedCommand:
+        """The cgroups of one more worker process forked by a worker template
+        (:mod:`toolwire.host.template`) inside this sandbox: a process-count group and a
+        memory group of its own, exactly as :meth:`wrap` makes for a command started with
+        ``join_by_fd=True``, with their ``cgroup.procs`` open for writing in
+        :attr:`WrappedCommand.cgroup_fd` / :attr:`WrappedCommand.memory_cgroup_fd` (the
+        forked process joins them before it runs anything else). ``argv`` is empty; remove
+        the groups with :meth:`cleanup`. Without the sandbox, or without cgroups, a
+        command with no group.
+
+        Raises:
+            OSError: a group was made but its ``cgroup.procs`` could not be opened.
+        """
+        if not (self.active and self.bwrap is not None):
+            return WrappedCommand([], {})
+        cgroup = None
+        if self._cgroup_base is not None and "processes" in self.limits:
+            cgroup = self._make_cgroup(self.limits["processes"])
+        memory_limit = self.limits.get(MEMORY_KEY, 0)
+        memory_cgroup = self._make_memory_cgroup(cgroup, memory_limit)
+        groups = [g for g in dict.fromkeys((cgroup, memory_cgroup)) if g is not None]
+        join_fds: list[int] = []
+        try:
+            for group in groups:
+                path = os.path.join(group, "cgroup.procs")
+                join_fds.append(os.open(path, os.O_WRONLY | os.O_CLOEXEC))
+        except OSError:
+            for closing in join_fds:
+                os.close(closing)
+            for group in groups:
+                with contextlib.suppress(OSError):
+                    os.rmdir(group)
+            raise
+        cgroup_fd = join_fds[0] if cgroup is not None and join_fds else None
+        memory_fd = join_fds[-1] if memory_cgroup not in (None, cgroup) and join_fds else None
+        return WrappedCommand(
+            [],
+            {},
+            cgroup,
+            tuple(join_fds),
+            list(join_fds),
+            cgroup_fd,
+            memory_cgroup,
+            memory_fd,
+            memory_limit if memory_cgroup is not None else 0,
+        )
+
     def _make_memory_cgroup(self, cgroup: str | None, limit: int) -> str | None:
         """The memory cgroup of a new command limited to ``limit`` bytes (None without a
         limit or a place for one): on cgroup v2, where the pids cgroup ``cgroup`` lies in

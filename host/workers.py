@@ -32,6 +32,7 @@ import json
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -66,6 +67,7 @@ from .results import ProtocolFailure, ToolError, WireResult, error_result
 from .rounds import InputNeeded
 from .sandbox import Sandbox, child_pid_from_info, memory_exceeded_message, path_under
 from .schema import ArgumentSchema
+from .template import TemplateLink, host_pid_of
 from .workerwire import (
     ASK,
     HOOK,
@@ -124,6 +126,10 @@ past it the worker is killed and the previous generation keeps serving."""
 
 HEALTHY_SECONDS = 10.0
 """A worker that lived this long resets the count of deaths in a row."""
+
+USE_TEMPLATE = True
+"""Whether a pool forks its workers from a template process (:mod:`.template`) rather
+than starting each from scratch."""
 
 
 @dataclass(frozen=True)
@@ -383,9 +389,20 @@ class WorkerProcess:
         info: the worker's ``initialize`` answer once started.
     """
 
-    def __init__(self, pool: WorkerPool, number: int) -> None:
+    def __init__(
+        self, pool: WorkerPool, number: int, *, template: WorkerProcess | None = None
+    ) -> None:
         self.pool = pool
         self.number = number
+        self.template = template
+        """The template this worker is forked from (:mod:`.template`); None: started
+        as a process of its own (a template itself, or a worker without one)."""
+        self.link: TemplateLink | None = None
+        """On a template: its control socket."""
+        self.is_template = number == 0
+        self._inner_pid = 0
+        self.began: float | None = None
+        """When its start began (the wait for its template included), for the log."""
         self.in_flight = 0
         self.pid = 0
         self.info: dict[str, Any] = {}
@@ -435,11 +452,13 @@ class WorkerProcess:
             # What the host accepts from it (below): a larger reply becomes an error.
             "maxMessageSize": max(workers.max_message_size, DEFAULT_MAX_MESSAGE_SIZE),
         }
+        if self.is_template:
+            config["template"] = True
         sandbox = workers.sandbox
         if sandbox is not None and sandbox.active:
             config["boxed"] = True
         extra_fds: tuple[int, ...] = ()
-        if self.pool.source is not None:
+        if self.pool.source is not None and not self.is_template:
             # Every worker of a generation runs the source it was created with, even
             # when the file changed since (a worker restarted after a broken edit).
             fd = os.memfd_create("toolwire-module", os.MFD_CLOEXEC)
@@ -504,10 +523,32 @@ class WorkerProcess:
             self.ready.set()
 
     async def _start(self, tg: TaskGroup) -> None:
+        began = self.began if self.began is not None else time.monotonic()
+        if self.is_template:
+            await self._start_template(tg, began)
+            return
+        if self.template is not None:
+            from_worker_r, to_worker_w = await self._fork()
+        else:
+            from_worker_r, to_worker_w = self._spawn()
+        self._open_session(tg, from_worker_r, to_worker_w)
+        await self._initialize(began)
+
+    def _spawn(self, control: socket.socket | None = None) -> tuple[int, int]:
+        """Start the process (a template when ``control``, its control socket's end,
+        is given: then as its stdin, with no stdout); ``(from_worker_r, to_worker_w)``
+        (both -1 for a template).
+
+        Raises:
+            WorkerStartError: it could not start.
+        """
         workers = self.pool.workers_owner
-        began = time.monotonic()
-        to_worker_r, to_worker_w = os.pipe2(os.O_CLOEXEC)
-        from_worker_r, from_worker_w = os.pipe2(os.O_CLOEXEC)
+        if control is None:
+            to_worker_r, to_worker_w = os.pipe2(os.O_CLOEXEC)
+            from_worker_r, from_worker_w = os.pipe2(os.O_CLOEXEC)
+        else:
+            to_worker_r, to_worker_w = os.dup(control.fileno()), -1
+            from_worker_r, from_worker_w = -1, os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)
         try:
             argv, env, pass_fds = self._argv_env()
             err_r, err_w = os.pipe2(os.O_CLOEXEC)
@@ -549,6 +590,112 @@ class WorkerProcess:
         self.pid = self._proc.pid
         with contextlib.suppress(AttributeError, OSError):
             self._pidfd = os.pidfd_open(self.pid)
+        return from_worker_r, to_worker_w
+
+    async def _start_template(self, tg: TaskGroup, began: float) -> None:
+        """Start this template process and wait until it can fork workers."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            self._spawn(theirs)
+        except BaseException:
+            ours.close()
+            raise
+        finally:
+            theirs.close()
+        link = self.link = TemplateLink(ours)
+        tg.start_soon(link.run)
+        tg.start_soon(self._watch_exit)
+        tg.start_soon(copy_stderr, self._stderr_r)
+        self._stderr_r = -1  # copy_stderr owns it
+        with anyio.move_on_after(START_TIMEOUT):
+            async with anyio.create_task_group() as wait:
+
+                async def gone() -> None:
+                    await link.closed.wait()
+                    wait.cancel_scope.cancel()
+
+                wait.start_soon(gone)
+                await link.ready.wait()
+                wait.cancel_scope.cancel()
+        if not link.ready.is_set():
+            what = (
+                await self.death()
+                if link.closed.is_set()
+                else f"did not start within {START_TIMEOUT:g} s"
+            )
+            raise WorkerStartError(f"its worker template {what}", import_failed=False)
+        self._read_sandbox_pids()
+        log.info(
+            "worker template %s ready in %.0f ms (pid %d)",
+            self.pool.module.label,
+            (time.monotonic() - began) * 1000,
+            self.pid,
+        )
+
+    def _template_pid(self) -> int:
+        """The host pid of this template's own python (under bubblewrap, below its
+        wrappers)."""
+        return self._sandbox_pids[-1] if self._sandbox_pids else self.pid
+
+    async def _fork(self) -> tuple[int, int]:
+        """Have :attr:`template` fork this worker: its pipes, its own cgroups (made here,
+        joined by the worker before it runs anything else) and the module's source;
+        ``(from_worker_r, to_worker_w)``.
+
+        Raises:
+            WorkerStartError: the template did not fork it (it is then killed, and the
+                pool's next start makes a new one).
+        """
+        template = self.template
+        assert template is not None and template.link is not None
+        sandbox = self.pool.workers_owner.sandbox
+        to_worker_r, to_worker_w = os.pipe2(os.O_CLOEXEC)
+        from_worker_r, from_worker_w = os.pipe2(os.O_CLOEXEC)
+        err_r, err_w = os.pipe2(os.O_CLOEXEC)
+        fds = [to_worker_r, from_worker_w, err_w]
+        request: dict[str, Any] = {}
+        source_fd = -1
+        groups = None
+        try:
+            if sandbox is not None:
+                groups = sandbox.forked_groups()
+                self._wrapped = groups
+                if groups.cgroup_fd is not None:
+                    request["cgroupFd"] = len(fds)
+                    fds.append(groups.cgroup_fd)
+                if groups.memory_cgroup_fd is not None:
+                    request["memoryCgroupFd"] = len(fds)
+                    fds.append(groups.memory_cgroup_fd)
+            if self.pool.source is not None:
+                source_fd = os.memfd_create("toolwire-module", os.MFD_CLOEXEC)
+                os.write(source_fd, self.pool.source)
+                os.lseek(source_fd, 0, os.SEEK_SET)
+                request["sourceFd"] = len(fds)
+                fds.append(source_fd)
+            inner = await template.link.fork(request, fds)
+        except OSError as exc:
+            for fd in (to_worker_w, from_worker_r, err_r):
+                os.close(fd)
+            template.kill(f"it did not fork a worker ({exc})")
+            raise WorkerStartError(
+                f"its worker process could not start: {exc}", import_failed=False
+            ) from None
+        finally:
+            for fd in (to_worker_r, from_worker_w, err_w, source_fd):
+                if fd >= 0:
+                    os.close(fd)
+            if groups is not None:
+                groups.close_fds()
+        self._inner_pid = inner
+        self._stderr_r = err_r
+        self.pid = host_pid_of(template._template_pid(), inner) or 0
+        if self.pid:
+            with contextlib.suppress(AttributeError, OSError):
+                self._pidfd = os.pidfd_open(self.pid)
+        return from_worker_r, to_worker_w
+
+    def _open_session(self, tg: TaskGroup, from_worker_r: int, to_worker_w: int) -> None:
+        workers = self.pool.workers_owner
         session = Session(
             FdReceiveStream(from_worker_r),
             FdSendStream(to_worker_w),
@@ -570,6 +717,10 @@ class WorkerProcess:
         tg.start_soon(self._watch_exit)
         tg.start_soon(copy_stderr, self._stderr_r)
         self._stderr_r = -1  # copy_stderr owns it
+
+    async def _initialize(self, began: float) -> None:
+        session = self.session
+        assert session is not None
         try:
             with anyio.fail_after(START_TIMEOUT):
                 info = await session.request("initialize", {"protocolVersion": PROTOCOL})
@@ -667,18 +818,39 @@ class WorkerProcess:
 
     async def _watch_exit(self) -> None:
         proc = self._proc
-        assert proc is not None
-        if self._pidfd is not None:
+        if proc is None:
+            await self._watch_forked_exit()
+        elif self._pidfd is not None:
             await anyio.wait_readable(self._pidfd)
+            self.returncode = proc.wait()
         else:
             while proc.poll() is None:
                 await anyio.sleep(0.05)
-        self.returncode = proc.wait()
+            self.returncode = proc.wait()
         self._cleanup()
         self.exited.set()
         if self.session is not None:
             self.session.close()
+        if self.link is not None:
+            self.link.close()
         self.pool.worker_gone(self)
+
+    async def _watch_forked_exit(self) -> None:
+        """Wait for a forked worker's end: its exit (pidfd) and its exit code, which
+        its template (its parent) reaps and reports."""
+        template = self.template
+        assert template is not None and template.link is not None
+        if self._pidfd is not None:
+            await anyio.wait_readable(self._pidfd)
+        code = None
+        with anyio.move_on_after(2.0):
+            code = await template.link.exit_code(self._inner_pid)
+        if code is None:  # the template is gone (and its workers with it) or wedged
+            code = 128 + signal.SIGKILL if self.pool.sandboxed else -signal.SIGKILL
+            if self.pid:
+                # Without bubblewrap its orphans come to the host (a child subreaper).
+                self.pool.workers_owner.spawn(_reap_soon, [self.pid])
+        self.returncode = code
 
     def _cleanup(self) -> None:
         if self._pidfd is not None:
@@ -727,6 +899,12 @@ class WorkerProcess:
         if proc is not None and proc.returncode is None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 proc.send_signal(signal.SIGKILL)
+        elif proc is None and not self.exited.is_set() and self.template is not None:
+            if self._pidfd is not None:
+                with contextlib.suppress(OSError):
+                    signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
+            elif self._inner_pid and self.template.link is not None:
+                self.template.link.kill(self._inner_pid)
         if self.session is not None:
             self.session.close()
 
@@ -879,6 +1057,9 @@ class WorkerPool:
         self.typical: float | None = None
         """A moving average of how long this module's calls take in a worker (seconds)."""
         self.crashes = health.CrashBudget()
+        self.template: WorkerProcess | None = None
+        """The process this generation's workers are forked from (:mod:`.template`),
+        once started; replaced when it dies."""
 
     def own_paths(self) -> list[str]:
         """What ``--reload`` watches for this module, decided by the host (never by what
@@ -937,16 +1118,53 @@ class WorkerPool:
 
     async def _start(self, worker: WorkerProcess) -> None:
         try:
+            if USE_TEMPLATE:
+                worker.began = time.monotonic()
+                worker.template = await self._ready_template()
             await worker.start(self.workers_owner.task_group)
         except WorkerStartError:
             if worker in self.workers:
                 self.workers.remove(worker)
             raise
 
+    async def _ready_template(self) -> WorkerProcess:
+        """This generation's template, started first when there is none alive (callers
+        starting workers at once share one start).
+
+        Raises:
+            WorkerStartError: it did not start.
+        """
+        template = self.template
+        if template is None or not template.alive:
+            template = self.template = WorkerProcess(self, 0)
+            try:
+                await template.start(self.workers_owner.task_group)
+            except WorkerStartError:
+                if self.template is template:
+                    self.template = None
+                raise
+            return template
+        if not template.ready.is_set():
+            await template.ready.wait()
+            if template.start_error is not None:
+                raise WorkerStartError(str(template.start_error), import_failed=False)
+        return template
+
+    def kill_template(self, reason: str) -> None:
+        """Kill this generation's template (its workers end with it)."""
+        if self.template is not None:
+            self.template.kill(reason)
+
     def worker_gone(self, worker: WorkerProcess) -> None:
         """Called when a worker's process has exited."""
+        if worker.is_template:
+            if self.template is worker:
+                self.template = None
+            return
         if worker in self.workers:
             self.workers.remove(worker)
+        if self.retired and not self.workers:
+            self.kill_template("its generation of workers has ended")
         if worker.retiring or worker.start_error is not None:
             return
         lived = time.monotonic() - worker.started_at
@@ -983,6 +1201,7 @@ class WorkerPool:
             " module changes (--reload) or the host restarts"
         )
         log.error("%s", self.unavailable)
+        self.kill_template("its workers keep crashing")
         notify = self.workers_owner.notify
         if notify is not None:
             notify("error", self.unavailable)
@@ -1346,6 +1565,8 @@ class WorkerPool:
             worker.retiring = True
             if worker.in_flight == 0:
                 worker.close()
+        if not self.workers:
+            self.kill_template("its generation of workers has ended")
 
 
 def _python_source(change: Any, path: str) -> bool:
@@ -1593,6 +1814,7 @@ class Workers:
                 for pool in self.pools:
                     for worker in list(pool.workers):
                         worker.kill("the host is shutting down")
+                    pool.kill_template("the host is shutting down")
                 tg.cancel_scope.cancel()
 
     async def add_modules(self, modules: Sequence[ModuleSpec], *, strict: bool) -> None:
@@ -1625,6 +1847,7 @@ class Workers:
             for p in pools:
                 for w in p.workers:
                     w.kill("the host did not start")
+                p.kill_template("the host did not start")
             detail = f"\n{exc.traceback.rstrip()}" if exc.traceback else ""
             raise WorkerStartError(
                 f"{pool.module.label}: {exc}{detail}", import_failed=exc.import_failed
@@ -1640,6 +1863,8 @@ class Workers:
                 for p in pools:
                     for w in p.workers if (strict or p is pool) else ():
                         w.kill("its tools could not be registered")
+                    if strict or p is pool:
+                        p.kill_template("its tools could not be registered")
                 if strict:
                     raise WorkerStartError(
                         f"{pool.module.label}: {exc}", import_failed=False
@@ -1768,6 +1993,7 @@ class Workers:
         except BaseException as exc:
             for worker in list(new.workers):
                 worker.kill("its module failed to reload")
+            new.kill_template("its module failed to reload")
             if not isinstance(exc, Exception):
                 raise  # cancelled by a newer save (or the host closing)
             # a malformed answer must never end the host
@@ -1806,6 +2032,7 @@ class Workers:
             f"The tools of {pool.module.label} are unavailable: the module failed to import"
             f" in a new worker process: {exc}"
         )
+        pool.kill_template("its module no longer imports")
         if first:
             log.error("%s%s", pool.unavailable, f"\n{exc.traceback}" if exc.traceback else "")
             if self.notify is not None:

@@ -1,9 +1,10 @@
 """The benchmark's tools for toolwire: echo (async), echo_sync (the same, synchronous),
 sleep (async), block (synchronous), hog (async, never yields) and stuck (hog under a
-0.5 s timeout)."""
+0.5 s timeout) and crash (ends its process at once: in a worker, the worker)."""
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -61,3 +62,9 @@ async def stuck(ms: int, marker: str = "") -> str:
     while time.monotonic() < end:
         pass
     return "done"
+
+
+@tool
+def crash() -> str:
+    """End this process at once (exit code 3): through a worker, the worker crashes."""
+    os._exit(3)
