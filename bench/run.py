@@ -80,7 +80,10 @@ def toolwire_argv(
     isolation: str, tools: str | None, *extra: str, python: str | None = None
 ) -> list[str]:
     """``python -m toolwire.host`` with one isolation mode, in the scratch root."""
-    argv = [python or PY, "-m", "toolwire.host", "--no-entry-points", "--root", str(ROOT)]
+    # Another checkout's python gets -P: the working directory (this checkout) must not
+    # shadow its own toolwire.
+    start = [python, "-P"] if python else [PY]
+    argv = [*start, "-m", "toolwire.host", "--no-entry-points", "--root", str(ROOT)]
     argv += ["--isolation", isolation, *extra]
     if tools is not None:
         argv += ["--no-builtins", "--tools", str(HERE / "servers" / tools)]
@@ -302,7 +305,7 @@ def descendants(pid: int) -> list[int]:
 def worker_processes(host_pid: int) -> tuple[list[int], list[int], list[int]]:
     """(worker pythons, bubblewrap wrappers, worker templates) among the host's
     descendants: the processes whose command line holds ``toolwire.host.worker``, told
-    apart by their name, and those whose command line shows ``toolwire.host.zygote``
+    apart by their name, and those whose command line shows ``toolwire-worker-tmpl``
     (the template a module's workers are forked from, toolwire.host.template)."""
     pythons: list[int] = []
     wrappers: list[int] = []
@@ -313,7 +316,7 @@ def worker_processes(host_pid: int) -> tuple[list[int], list[int], list[int]]:
             comm = Path(f"/proc/{pid}/comm").read_text().strip()
         except OSError:
             continue
-        if b"toolwire.host.zygote" in cmdline and comm != "bwrap":
+        if b"toolwire-worker-tmpl" in cmdline and comm != "bwrap":
             templates.append(pid)
         elif b"toolwire.host.worker" in cmdline:
             (wrappers if comm == "bwrap" else pythons).append(pid)

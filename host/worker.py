@@ -119,10 +119,10 @@ def _exit_code(status: int, boxed: bool) -> int:
 
 
 WORKER_NAME = b"toolwire.host.worker"
-TEMPLATE_NAME = b"toolwire.host.zygote"
+TEMPLATE_NAME = b"toolwire-worker-tmpl"
 """What a template's command line shows in place of :data:`WORKER_NAME` (the same
 length): ``ps`` and ``/proc/<pid>/cmdline`` tell a template from the workers it forks,
-which put the worker's name back."""
+which put the worker's name back, and from the host."""
 
 
 def _retitle(old: bytes, new: bytes) -> bool:

@@ -63,7 +63,7 @@ def _templates(root: Path) -> list[int]:
             state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
         except OSError:
             continue
-        if "toolwire.host.zygote" in cmdline and str(root) in cmdline and state != "Z":
+        if "toolwire-worker-tmpl" in cmdline and str(root) in cmdline and state != "Z":
             found.append(int(entry.name))
     return found
 
@@ -114,7 +114,7 @@ def test_a_restarted_worker_is_forked_with_the_isolation_of_a_fresh_one(
         assert second["calls"] == 1
         # Forked from the template, which shows itself as such; the worker does not.
         for seen in (first, second):
-            assert "toolwire.host.zygote" in seen["parent"], seen
+            assert "toolwire-worker-tmpl" in seen["parent"], seen
             assert "toolwire.host.worker" in seen["own"], seen
         # A session and process group of its own, as seen inside and from the host.
         for seen in (first, second):
@@ -154,7 +154,7 @@ def test_the_template_never_imports_the_module(tmp_path: Path) -> None:
     # One import per worker (two workers), each in a worker, none in the template.
     assert len(lines) == 2, lines
     for line in lines:
-        assert "toolwire.host.worker" in line and "toolwire.host.zygote" not in line, line
+        assert "toolwire.host.worker" in line and "toolwire-worker-tmpl" not in line, line
 
 
 def test_a_template_that_dies_is_replaced(tmp_path: Path) -> None:
