@@ -127,9 +127,10 @@ past it the worker is killed and the previous generation keeps serving."""
 HEALTHY_SECONDS = 10.0
 """A worker that lived this long resets the count of deaths in a row."""
 
-USE_TEMPLATE = True
+USE_TEMPLATE = sys.platform.startswith("linux")
 """Whether a pool forks its workers from a template process (:mod:`.template`) rather
-than starting each from scratch."""
+than starting each from scratch (Linux: it finds a forked worker's pid in ``/proc`` and
+watches it by pidfd)."""
 
 
 @dataclass(frozen=True)
