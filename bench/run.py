@@ -572,13 +572,16 @@ async def worker_start(server: Server, sandbox: bool) -> dict[str, float]:
         await c.close()
 
 
-async def restart_after_crash(server: Server) -> dict[str, float]:
+async def restart_after_crash(server: Server, start: str = "spawn") -> dict[str, float]:
     """``--workers 1``: a worker crashes (the ``crash`` tool) and an echo is sent as soon
     as the crash's error result arrives; milliseconds from that result to the echo's
-    answer (the new worker's start included). Workers only."""
-    if server.kind != "workers":
+    answer (the new worker's start included). Workers only; ``start`` "fork" runs the
+    host with ``--worker-start fork`` (this checkout's workers only: a ``--baseline``
+    may not have the option) and reports ``restart_after_crash_fork_ms``."""
+    if server.kind != "workers" or (start != "spawn" and server.label != WORKERS):
         return {}
-    c = await RawClient.start(server, [*server.argv, "--workers", "1"])
+    extra = ["--worker-start", start] if start != "spawn" else []
+    c = await RawClient.start(server, [*server.argv, "--workers", "1", *extra])
     try:
         await c.initialize()
         ok(await c.request("tools/call", {"name": "echo", "arguments": {"text": "warm"}}))
@@ -587,7 +590,8 @@ async def restart_after_crash(server: Server) -> dict[str, float]:
             raise RuntimeError(f"the crash was not reported: {str(crashed)[:300]}")
         t0 = time.perf_counter()
         ok(await c.request("tools/call", {"name": "echo", "arguments": {"text": "again"}}))
-        return {"restart_after_crash_ms": (time.perf_counter() - t0) * 1000}
+        key = "restart_after_crash_ms" if start == "spawn" else f"restart_after_crash_{start}_ms"
+        return {key: (time.perf_counter() - t0) * 1000}
     finally:
         await c.close()
 
@@ -720,6 +724,10 @@ def scenarios(quick: bool) -> list[tuple[str, Scenario]]:
         ("worker start", lambda srv: worker_start(srv, True)),
         ("worker start, --sandbox none", lambda srv: worker_start(srv, False)),
         ("first call after a worker crash", restart_after_crash),
+        (
+            "first call after a worker crash, --worker-start fork",
+            lambda srv: restart_after_crash(srv, "fork"),
+        ),
         ("sequential echo", lambda srv: with_client(srv, lambda c: sequential(c, seq_n))),
         (
             "sequential sync echo",
@@ -777,6 +785,7 @@ async def bench_all(
         "worker start": 9 if quick else 25,
         "worker start, --sandbox none": 5 if quick else 15,
         "first call after a worker crash": 5 if quick else 9,
+        "first call after a worker crash, --worker-start fork": 5 if quick else 9,
         # The figures issue 13 compares across servers: more rounds, compared pair by pair.
         "sequential echo": 3 if quick else 7,
         "pipelined echo": 3 if quick else 7,
@@ -825,11 +834,12 @@ async def bench_all(
     paired = _paired(ws.get("cold_start_ms"), ms.get("cold_start_ms"))
     if paired is not None:
         w["cold_start_ms_vs_mcp"] = paired
-    restart = w.get("restart_after_crash_ms")
-    for label, key in ((INPROC, "restart_vs_inproc_cold"), (MCP, "restart_vs_mcp_cold")):
-        cold = results.get(label, {}).get("cold_start_ms")
-        if restart is not None and cold:
-            w[key] = restart / cold
+    for start in ("", "_fork"):
+        restart = w.get(f"restart_after_crash{start}_ms")
+        for label, key in ((INPROC, "restart_vs_inproc_cold"), (MCP, "restart_vs_mcp_cold")):
+            cold = results.get(label, {}).get("cold_start_ms")
+            if restart is not None and cold:
+                w[key.replace("restart", f"restart{start}", 1)] = restart / cold
     bs = samples.get(BEFORE, {})
     for key in ("cold_start_ms", "restart_after_crash_ms", "seq_p50_ms", "worker_ready_ms"):
         paired = _paired(ws.get(key), bs.get(key))
@@ -876,6 +886,13 @@ ROWS: list[tuple[str, str, str]] = [
     ("restart_vs_inproc_cold", "… ÷ in-process cold start, same run (×)", "lower"),
     ("restart_vs_mcp_cold", "… ÷ MCPServer cold start, same run (×)", "lower"),
     ("restart_after_crash_ms_vs_before", "… worker ÷ worker before, paired (×)", "lower"),
+    (
+        "restart_after_crash_fork_ms",
+        "the same with --worker-start fork (workers forked from a template) (ms)",
+        "lower",
+    ),
+    ("restart_fork_vs_inproc_cold", "… ÷ in-process cold start, same run (×)", "lower"),
+    ("restart_fork_vs_mcp_cold", "… ÷ MCPServer cold start, same run (×)", "lower"),
     ("worker_ready_ms_vs_before", "worker ready: worker ÷ worker before, paired (×)", "lower"),
     ("seq_p50_ms", "sequential echo p50 (ms)", "lower"),
     ("seq_p50_ms_vs_before", "sequential echo p50: worker ÷ worker before, paired (×)", "lower"),

@@ -9,7 +9,8 @@ its own, so files a tool writes cannot reconfigure the next host). Tables:
 * ``[sandbox]``: see :class:`toolwire.host.sandbox.SandboxSettings`;
 * ``[approval]``: ``policy`` (a list of tool names, ``"destructive"`` or ``"all"``) and
   ``timeout`` (seconds);
-* ``[http]``: serve Streamable HTTP (:mod:`toolwire.host.httpconfig`).
+* ``[http]``: serve Streamable HTTP (:mod:`toolwire.host.httpconfig`);
+* ``[workers]``: ``start`` (``"spawn"``, the default, or ``"fork"``: ``--worker-start``).
 
 The whole file is checked against a schema (:func:`config_schema`, pydantic) before any
 of it is used: unknown tables and keys are errors, and types are strict — a string
@@ -30,7 +31,7 @@ from typing import Annotated, Any, Literal
 
 __all__ = ["ConfigError", "config_schema", "key_line", "load_config_file"]
 
-_TABLES = ("host", "sandbox", "approval", "http")
+_TABLES = ("host", "sandbox", "approval", "http", "workers")
 
 
 class ConfigError(ValueError):
@@ -40,9 +41,9 @@ class ConfigError(ValueError):
 
 @functools.cache
 def config_schema() -> Any:
-    """The pydantic model of a whole ``toolwire.toml``: tables ``host``, ``sandbox`` and
-    ``approval``, extra keys forbidden, strict types. Built on first use: pydantic is
-    imported only when a config file is read, so ``toolwire serve`` without one starts
+    """The pydantic model of a whole ``toolwire.toml``: tables ``host``, ``sandbox``,
+    ``approval``, ``http`` and ``workers``, extra keys forbidden, strict types. Built on
+    first use: pydantic is imported only when a config file is read, so ``toolwire serve`` without one starts
     faster. It checks shapes only: its defaults are placeholders (the host's defaults are
     :class:`~toolwire.host.options.HostConfig`'s and
     :class:`~toolwire.host.sandbox.SandboxSettings`'), and only the keys a file sets are
@@ -116,19 +117,24 @@ def config_schema() -> Any:
         path: str = "/mcp"
         oauth: OAuthTable | None = None
 
+    class WorkersTable(BaseModel):
+        model_config = strict
+        start: Literal["spawn", "fork"] = "spawn"
+
     class ConfigFileModel(BaseModel):
         model_config = strict
         host: HostTable = HostTable()
         sandbox: SandboxTable = SandboxTable()
         approval: ApprovalTable = ApprovalTable()
         http: HttpTable = HttpTable()
+        workers: WorkersTable = WorkersTable()
 
     return ConfigFileModel
 
 
 def load_config_file(path: str | Path) -> dict[str, dict[str, Any]]:
     """Read and check a ``toolwire.toml``; returns ``{table: {key: value}}`` for the
-    three tables, holding only the keys the file sets.
+    tables (:data:`_TABLES`), holding only the keys the file sets.
 
     Raises:
         ConfigError: unreadable file, invalid TOML, or a table, key or value the schema

@@ -284,6 +284,7 @@ def start_workers(
         max_threads=config.max_threads,
         max_message_size=config.max_message_size,
         log_level=config.log_level,
+        start=config.worker_start,
         notify=lambda level, text: server.send_log(level, text, "toolwire"),
         host_closing=lambda: server.session is not None and server.session.closing,
         client_backlogged=lambda: (

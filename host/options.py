@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -51,6 +52,11 @@ class HostConfig:
             run in worker processes (:mod:`toolwire.host.workers`); "none": they are
             imported into the host process.
         workers: worker processes per tool module at most (default: the number of cores).
+        worker_start: how a worker process starts (``--worker-start``, ``[workers]
+            start``): "spawn" (default), each from scratch in a sandbox of its own;
+            "fork" (Linux), forked from a pre-imported template process per module
+            (:mod:`toolwire.host.template`), so the workers of one module share the
+            template's sandbox (its namespaces and private ``/tmp``).
         reload: watch the tool modules' files and reload them on change (``--reload``).
         config_file: the ``--config`` file the settings were read from (None: none);
             a host input (:mod:`toolwire.host.inputs`).
@@ -73,6 +79,7 @@ class HostConfig:
     approval_timeout: float = 120.0
     isolation: Literal["process", "none"] = "process"
     workers: int = field(default_factory=lambda: os.cpu_count() or 1)
+    worker_start: Literal["spawn", "fork"] = "spawn"
     reload: bool = False
     config_file: Path | None = None
     http: HttpSettings | None = None
@@ -185,6 +192,14 @@ def build_parser(prog: str = "toolwire serve") -> argparse.ArgumentParser:
         help="worker processes per tool module at most (default: the number of cores)",
     )
     p.add_argument(
+        "--worker-start",
+        choices=["spawn", "fork"],
+        default=None,
+        help="spawn: start each worker from scratch in a sandbox of its own; fork (Linux): "
+        "fork a module's workers from a pre-imported template, much faster to (re)start, "
+        "but they share one sandbox (default: spawn)",
+    )
+    p.add_argument(
         "--reload",
         action="store_true",
         default=None,
@@ -211,7 +226,7 @@ def config_from_args(ns: argparse.Namespace) -> HostConfig:
         toolwire.host.config.ConfigError: the config file is unusable.
         ValueError: a setting has an invalid value.
     """
-    tables: dict[str, dict[str, Any]] = {"host": {}, "sandbox": {}, "approval": {}}
+    tables: dict[str, dict[str, Any]] = {"host": {}, "sandbox": {}, "approval": {}, "workers": {}}
     if getattr(ns, "config", None) is not None:
         tables = load_config_file(ns.config)
     host = dict(tables["host"])
@@ -220,6 +235,7 @@ def config_from_args(ns: argparse.Namespace) -> HostConfig:
         "approve",
         "approval_timeout",
         "http",
+        "worker_start",
     }
     unknown = set(host) - known
     if unknown:
@@ -258,6 +274,9 @@ def config_from_args(ns: argparse.Namespace) -> HostConfig:
             approval_timeout=approval_timeout,
             isolation=_isolation(pick(ns.isolation, "isolation", "process")),
             workers=_workers(pick(ns.workers, "workers", os.cpu_count() or 1)),
+            worker_start=_worker_start(
+                getattr(ns, "worker_start", None) or tables.get("workers", {}).get("start", "spawn")
+            ),
             reload=bool(pick(ns.reload, "reload", False)),
             config_file=getattr(ns, "config", None),
             http=http_settings_from(ns, tables.get("http", {})),
@@ -276,6 +295,14 @@ def _check(config: HostConfig) -> HostConfig:
 def _isolation(value: Any) -> Literal["process", "none"]:
     if value not in ("process", "none"):
         raise ValueError(f"isolation must be 'process' or 'none', not {value!r}")
+    return value  # type: ignore[no-any-return]
+
+
+def _worker_start(value: Any) -> Literal["spawn", "fork"]:
+    if value not in ("spawn", "fork"):
+        raise ValueError(f"worker start must be 'spawn' or 'fork', not {value!r}")
+    if value == "fork" and not sys.platform.startswith("linux"):
+        raise ValueError("--worker-start fork needs Linux (it uses /proc and pidfds)")
     return value  # type: ignore[no-any-return]
 
 

@@ -38,7 +38,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 import anyio.to_thread
@@ -127,10 +127,10 @@ past it the worker is killed and the previous generation keeps serving."""
 HEALTHY_SECONDS = 10.0
 """A worker that lived this long resets the count of deaths in a row."""
 
-USE_TEMPLATE = sys.platform.startswith("linux")
-"""Whether a pool forks its workers from a template process (:mod:`.template`) rather
-than starting each from scratch (Linux: it finds a forked worker's pid in ``/proc`` and
-watches it by pidfd)."""
+FORK_SUPPORTED = sys.platform.startswith("linux")
+"""Whether ``start="fork"`` (:class:`Workers`) is available here: a pool forks its
+workers from a template process (:mod:`.template`) only on Linux (it finds a forked
+worker's pid in ``/proc`` and watches it by pidfd)."""
 
 
 @dataclass(frozen=True)
@@ -1119,7 +1119,7 @@ class WorkerPool:
 
     async def _start(self, worker: WorkerProcess) -> None:
         try:
-            if USE_TEMPLATE:
+            if self.workers_owner.worker_start == "fork":
                 worker.began = time.monotonic()
                 worker.template = await self._ready_template()
             await worker.start(self.workers_owner.task_group)
@@ -1746,6 +1746,14 @@ class Workers:
         host_closing: whether the host is shutting down (then a cancelled call's worker
             is waited for only briefly).
         client_backlogged: whether the client is behind in reading.
+        start: how a worker starts (``--worker-start``): "spawn" (default), each as a
+            process of its own in a sandbox of its own (bubblewrap, when active);
+            "fork", forked from its module's template process (:mod:`.template`),
+            sharing the template's sandbox with the module's other workers.
+
+    Raises:
+        ValueError: ``start`` is not "spawn" or "fork", or "fork" where it is not
+            supported (:data:`FORK_SUPPORTED`).
     """
 
     def __init__(
@@ -1761,7 +1769,11 @@ class Workers:
         notify: Callable[[str, str], None] | None = None,
         host_closing: Callable[[], bool] | None = None,
         client_backlogged: Callable[[], bool] | None = None,
+        start: Literal["spawn", "fork"] = "spawn",
     ) -> None:
+        if start not in ("spawn", "fork") or (start == "fork" and not FORK_SUPPORTED):
+            raise ValueError(f"worker start {start!r} is not available here")
+        self.worker_start: Literal["spawn", "fork"] = start
         self._host_closing = host_closing
         self._client_backlogged = client_backlogged
         self._watch_stop: anyio.Event | None = None

@@ -1,7 +1,9 @@
-"""Workers forked from their module's template (toolwire.host.template) keep the
-isolation of a worker started from scratch: a session and process group of their own,
-cgroups of their own (not the template's, not the previous worker's), the sandbox's
-seccomp filter, module state of their own; the template never imports the module.
+"""Workers forked from their module's template (toolwire.host.template, opt-in with
+``--worker-start fork``) keep the isolation of a worker started from scratch: a session
+and process group of their own, cgroups of their own (not the template's, not the
+previous worker's), the sandbox's seccomp filter, module state of their own; the template
+never imports the module. By default (``spawn``) there is no template: each worker
+starts in a sandbox of its own.
 
 Runs in both passes (as root and as uid 65534, tests/run_unprivileged.sh); the cgroup
 checks need root (the host makes cgroups only then)."""
@@ -24,7 +26,9 @@ from tests.workers_support import text_of_result, worker_pids
 TOOLS = str(TOOLS_DIR / "template_tools.py")
 
 
-def _host(root: Path, *extra: str) -> HostProcess:
+def _host(
+    root: Path, *extra: str, start: tuple[str, ...] = ("--worker-start", "fork")
+) -> HostProcess:
     return HostProcess(
         [
             "--root",
@@ -35,6 +39,7 @@ def _host(root: Path, *extra: str) -> HostProcess:
             TOOLS,
             "--workers",
             "1",
+            *start,
             *extra,
         ],
         cwd=root,
@@ -177,3 +182,45 @@ def test_a_template_that_dies_is_replaced(tmp_path: Path) -> None:
         assert second["worker_id"] != first["worker_id"]
         (again,) = _templates(root)
         assert again != template
+
+
+def _pid_namespace(pid: int) -> str:
+    return os.readlink(f"/proc/{pid}/ns/pid")
+
+
+@pytest.mark.parametrize("sandbox", ["on", "none"])
+def test_by_default_each_worker_starts_in_a_sandbox_of_its_own(
+    tmp_path: Path, sandbox: str
+) -> None:
+    if sandbox == "on":
+        require_sandbox()
+    root = tmp_path / "root"
+    root.mkdir()
+    extra = () if sandbox == "on" else ("--sandbox", "none")
+    with _host(root, *extra, start=()) as h:
+        assert "result" in h.initialize()
+        first = _identity(h)
+        first_pid = _worker(root)
+        first_parent = int(Path(f"/proc/{first_pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        first_ns = _pid_namespace(first_pid)
+        assert _templates(root) == []
+        _crash(h)
+        second = _identity(h)
+        second_pid = _worker(root)
+        second_parent = int(
+            Path(f"/proc/{second_pid}/stat").read_text().rsplit(")", 1)[1].split()[1]
+        )
+        # No template: each worker is a process of its own, started from scratch...
+        assert _templates(root) == []
+        for seen in (first, second):
+            assert "toolwire-worker-tmpl" not in seen["parent"], seen
+        assert second["worker_id"] != first["worker_id"] and second["calls"] == 1
+        assert os.getsid(second_pid) != os.getsid(h.proc.pid)
+        if sandbox == "on":
+            # ...under a bubblewrap of its own, in a PID namespace of its own (and with
+            # it its own mount, IPC and network namespaces and its own /tmp).
+            assert second_parent != first_parent, (first_parent, second_parent)
+            assert _pid_namespace(second_pid) != first_ns
+            assert _pid_namespace(second_pid) != _pid_namespace(os.getpid())
+        else:
+            assert first_parent == second_parent == h.proc.pid
