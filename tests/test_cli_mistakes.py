@@ -226,6 +226,11 @@ def test_known_approve_names_still_ask(project: Path) -> None:
         ("[host]\nworkers = 0\n", 2, "[host] workers: input should be greater than or equal to 1"),
         ("[approval]\npolicy = [1]\n", 2, "[approval] policy: must be an array of strings"),
         ('host.timeout = "5"\n', 1, "[host] timeout must be a number, not a string ('5')"),
+        (
+            '[workers]\nstart = "forks"\n',
+            2,
+            "[workers] start must be one of 'spawn', 'fork', not a string ('forks')",
+        ),
     ],
 )
 def test_config_file_is_checked_against_its_schema(

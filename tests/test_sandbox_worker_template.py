@@ -184,13 +184,14 @@ def test_a_template_that_dies_is_replaced(tmp_path: Path) -> None:
         assert again != template
 
 
-def _pid_namespace(pid: int) -> str:
-    return os.readlink(f"/proc/{pid}/ns/pid")
+def _pid_namespace(pid: int) -> int:
+    """The inode of process ``pid``'s PID namespace."""
+    return os.stat(f"/proc/{pid}/ns/pid").st_ino
 
 
 @pytest.mark.parametrize("sandbox", ["on", "none"])
 def test_by_default_each_worker_starts_in_a_sandbox_of_its_own(
-    tmp_path: Path, sandbox: str
+    tmp_path: Path, sandbox: str, request: pytest.FixtureRequest
 ) -> None:
     if sandbox == "on":
         require_sandbox()
@@ -202,7 +203,10 @@ def test_by_default_each_worker_starts_in_a_sandbox_of_its_own(
         first = _identity(h)
         first_pid = _worker(root)
         first_parent = int(Path(f"/proc/{first_pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-        first_ns = _pid_namespace(first_pid)
+        # Held open, the first worker's namespace outlives it, so its inode number
+        # cannot be given to another namespace meanwhile.
+        first_ns = os.open(f"/proc/{first_pid}/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+        request.addfinalizer(lambda: os.close(first_ns))
         assert _templates(root) == []
         _crash(h)
         second = _identity(h)
@@ -220,7 +224,25 @@ def test_by_default_each_worker_starts_in_a_sandbox_of_its_own(
             # ...under a bubblewrap of its own, in a PID namespace of its own (and with
             # it its own mount, IPC and network namespaces and its own /tmp).
             assert second_parent != first_parent, (first_parent, second_parent)
-            assert _pid_namespace(second_pid) != first_ns
+            assert _pid_namespace(second_pid) != os.fstat(first_ns).st_ino
             assert _pid_namespace(second_pid) != _pid_namespace(os.getpid())
         else:
             assert first_parent == second_parent == h.proc.pid
+
+
+def test_the_config_file_opts_in_to_forked_workers(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    config = tmp_path / "toolwire.toml"
+    config.write_text('[workers]\nstart = "fork"\n')
+    with _host(root, "--sandbox", "none", "--config", str(config), start=()) as h:
+        assert "result" in h.initialize()
+        assert "toolwire-worker-tmpl" in _identity(h)["parent"]
+        assert len(_templates(root)) == 1
+    # The command line wins over the file.
+    with _host(
+        root, "--sandbox", "none", "--config", str(config), start=("--worker-start", "spawn")
+    ) as h:
+        assert "result" in h.initialize()
+        assert "toolwire-worker-tmpl" not in _identity(h)["parent"]
+        assert _templates(root) == []
