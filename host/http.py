@@ -198,6 +198,7 @@ class _Exchange:
         self.request_id = request_id
         self._tx, self._rx = anyio.create_memory_object_stream[tuple[bytes, bool]](math.inf)
         self.done = False
+        self.cancelled = False
 
     def deliver(self, raw: bytes, final: bool = False) -> None:
         with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
@@ -945,17 +946,16 @@ class HttpHost:
             # A notification, or the answer to a server→client request.
             session.inbox.put(body + b"\n")
             if method == "notifications/cancelled":
-                # Nothing more is sent for a cancelled request; its open response ends
-                # with -32800 so the client's stream is not left open (as python-sdk).
+                # Nothing more is sent for a cancelled request, not even a response (MCP
+                # 2025-11-25, cancellation: receivers SHOULD NOT respond): its open SSE
+                # response just ends (see _answer).
                 params = obj.get("params")
                 rid = params.get("requestId") if type(params) is dict else None
                 exchange = session.exchanges.pop(rid, None) if is_valid_id(rid) else None
                 if exchange is not None:
                     session._forget_tokens(exchange)
-                    cancelled = error_response(
-                        rid, JsonRpcError(REQUEST_CANCELLED, "Request cancelled")
-                    )
-                    exchange.deliver(_json.dumps(cancelled), final=True)
+                    exchange.cancelled = True
+                    exchange.close()
             await _send_json(send, 202, None)
             return
         rid = obj.get("id")
@@ -1068,6 +1068,26 @@ class HttpHost:
                     await send({"type": "http.response.body", "body": raw})
                     return
                 if gone.is_set():
+                    return
+                if first is None and exchange.cancelled:
+                    # Cancelled before anything was sent: an empty SSE stream, which ends
+                    # the POST without a response; a client that takes JSON only needs a
+                    # body, so it gets -32800.
+                    if sse:
+                        await send(
+                            {
+                                "type": "http.response.start",
+                                "status": 200,
+                                "headers": _SSE_HEADERS + extra,
+                            }
+                        )
+                        await send({"type": "http.response.body", "body": b""})
+                    else:
+                        cancelled = error_response(
+                            exchange.request_id,
+                            JsonRpcError(REQUEST_CANCELLED, "Request cancelled"),
+                        )
+                        await _send_json(send, 200, cancelled, extra)
                     return
                 if first is None and not standalone:
                     # The session ended before answering (DELETE, shutdown).

@@ -19,6 +19,7 @@ from tests.http_support import (
     http_host,
     initialize_body,
     modern_request,
+    sse_messages,
 )
 
 TIMEOUT = httpx.Timeout(60.0)
@@ -139,6 +140,37 @@ def test_legacy_client_gone_mid_call_is_not_cancellation(host: HttpHost, tmp_pat
     # ... until the client cancels it the 2025-11-25 way
     cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}
     assert httpx.post(host.url, json=cancel, headers=headers).status_code == 202
+    wait_until(lambda: (tmp_path / "hang.cancelled").exists(), 60.0, "the call cancelled")
+    still_serving(host)
+
+
+def test_legacy_cancelled_call_gets_no_response(host: HttpHost, tmp_path: Path) -> None:
+    """MCP 2025-11-25 (cancellation): no response is sent for a request the client
+    cancelled (``notifications/cancelled``); its SSE response just ends."""
+    import threading
+
+    r = httpx.post(host.url, json=initialize_body(0), headers=LEGACY_HEADERS)
+    sid = r.headers["mcp-session-id"]
+    headers = {**LEGACY_HEADERS, "Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"}
+    params: dict[str, Any] = {"name": "hang", "arguments": {"side": str(tmp_path)}}
+    body = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": params}
+    seen: dict[str, Any] = {}
+
+    def call() -> None:
+        with httpx.stream("POST", host.url, json=body, headers=headers, timeout=TIMEOUT) as resp:
+            seen["status"] = resp.status_code
+            seen["type"] = resp.headers.get("content-type", "")
+            seen["body"] = resp.read().decode()
+
+    caller = threading.Thread(target=call)
+    caller.start()
+    wait_until(lambda: (tmp_path / "hang.started").exists(), 60.0)
+    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}}
+    assert httpx.post(host.url, json=cancel, headers=headers).status_code == 202
+    caller.join(60.0)
+    assert not caller.is_alive(), "the cancelled call's response did not end"
+    assert seen["status"] == 200 and seen["type"].startswith("text/event-stream")
+    assert [m for m in sse_messages(seen["body"]) if "method" not in m] == []
     wait_until(lambda: (tmp_path / "hang.cancelled").exists(), 60.0, "the call cancelled")
     still_serving(host)
 
