@@ -122,4 +122,5 @@ def test_typescript_sdk_v2_http_approval(node: str, tmp_path: Path) -> None:
     )
     forms = summary["observed"]["asked"]
     assert len(forms) == 2
-    assert forms[0]["params"]["requestedSchema"]["properties"]["decision"]["enum"] == ["allow", "deny"]
+    decision = forms[0]["params"]["requestedSchema"]["properties"]["decision"]
+    assert decision["enum"] == ["allow", "deny"]
