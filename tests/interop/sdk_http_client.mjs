@@ -39,7 +39,22 @@ function options(argv = process.argv.slice(2)) {
 async function main() {
   const { url, tmp, scenario = "tools" } = options();
   const exp = new Expectations();
-  const transport = new StreamableHTTPClientTransport(new URL(url));
+  // Every HTTP request the transport makes: method, the session headers, the status.
+  const http = [];
+  const fetchSpy = async (input, init) => {
+    const headers = new Headers(init?.headers);
+    const res = await fetch(input, init);
+    http.push({
+      method: init?.method ?? "GET",
+      sessionId: headers.get("mcp-session-id"),
+      protocolVersion: headers.get("mcp-protocol-version"),
+      status: res.status,
+      contentType: res.headers.get("content-type"),
+    });
+    return res;
+  };
+  observed.http = http;
+  const transport = new StreamableHTTPClientTransport(new URL(url), { fetch: fetchSpy });
   const sent = [];
   const origSend = transport.send.bind(transport);
   transport.send = (message, opts) => {
@@ -176,8 +191,13 @@ async function main() {
   exp.expect("ping answered", pong.error === undefined, pong);
   exp.equal("client reported no errors", clientErrors, []);
 
-  // DELETE ends the session; a request with the old id is refused (404).
+  // After initialize, every request names the session and the negotiated version.
   const sid = transport.sessionId;
+  const later = http.slice(1);
+  exp.expect("every request after initialize carries the session id", later.length > 0 && later.every((r) => r.sessionId === sid), http);
+  exp.expect("every request after initialize carries MCP-Protocol-Version", later.every((r) => r.protocolVersion === "2025-11-25"), http);
+
+  // DELETE ends the session; a request with the old id is refused (404).
   await within(transport.terminateSession(), 10, "DELETE session");
   const stale = await fetch(url, {
     method: "POST",

@@ -76,6 +76,8 @@ def test_typescript_sdk_http_legacy(node: str, tmp_path: Path) -> None:
     assert [p["progress"] for p in seen["progress"]] == [1, 2, 3]
     assert seen["cancelNotification"]["method"] == "notifications/cancelled"
     assert (tmp_path / "http-nap-marker.txt").read_text() == "cancelled"
+    deletes = [r for r in seen["http"] if r["method"] == "DELETE"]
+    assert len(deletes) == 1 and 200 <= deletes[0]["status"] < 300
     assert seen["staleStatus"] == 404
 
 
