@@ -106,7 +106,7 @@ async function main() {
   const listed = await within(client.listTools(), 10, "tools/list");
   observed.toolNames = listed.tools.map((t) => t.name);
   exp.equal("tool names in registration order", observed.toolNames, [
-    "echo", "count", "nap", "snooze", "steps", "chatty", "add_tool", "ask_name", "ask_all", "ask_together",
+    "echo", "count", "nap", "snooze", "steps", "chatty", "add_tool", "ask_name", "ask_all", "ask_together", "append_note",
   ]);
   const listReq = sent[0];
   exp.equal("the first message is tools/list", listReq?.method, "tools/list");
