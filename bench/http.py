@@ -229,7 +229,7 @@ class Running:
         workers = sum(rss_of(p) for p in descendants(self.proc.pid) if is_worker(p))
         return own, workers
 
-    def wrk(self, connections: int, seconds: float, script: Path) -> dict[str, Any]:
+    def wrk(self, connections: int, seconds: int, script: Path) -> dict[str, Any]:
         """One wrk run against this server; its figures (raises on failed answers)."""
         write_script(script, self.c, self.headers)
         out = subprocess.run(
@@ -329,7 +329,7 @@ def ensure_wrk() -> None:
         )
 
 
-def run(rounds: int, seconds: float) -> dict[str, dict[str, list[float]]]:
+def run(rounds: int, seconds: int) -> dict[str, dict[str, list[float]]]:
     """Every figure of every round, per contender: rps, p50_us, rss, workers_rss."""
     root = Path(tempfile.mkdtemp(prefix="toolwire-httpbench-"))
     script = root / "call.lua"
@@ -342,7 +342,7 @@ def run(rounds: int, seconds: float) -> dict[str, dict[str, list[float]]]:
                 try:
                     time.sleep(0.5)  # let start-up garbage settle before the idle reading
                     own, workers = srv.rss()
-                    srv.wrk(32, min(1.0, seconds), script)  # warm-up
+                    srv.wrk(32, 1, script)  # warm-up
                     load = srv.wrk(32, seconds, script)
                     seq = srv.wrk(1, seconds, script)
                 finally:
@@ -441,7 +441,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--seconds", type=float, default=3.0, help="seconds per wrk run")
+    p.add_argument("--seconds", type=int, default=3, help="whole seconds per wrk run")
     p.add_argument("--out", default=str(HERE / "RESULTS.md"), help="results file ('' for none)")
     args = p.parse_args()
     ensure_wrk()

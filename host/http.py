@@ -1197,8 +1197,13 @@ async def serve_http(
             "give --token-file FILE (or TOOLWIRE_TOKEN), or --allow-unauthenticated"
         )
     family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP, not 0: the event loop sets TCP_NODELAY only on sockets whose proto
+    # says TCP, and accepted sockets inherit it; Linux also passes a listening socket's
+    # TCP_NODELAY on to them. Without it Nagle holds the body of every response behind
+    # the client's delayed ACK of its headers (~40 ms per request on keep-alive).
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     try:
         sock.bind((settings.host, settings.port))
     except OSError as exc:
