@@ -229,6 +229,18 @@ class Running:
         workers = sum(rss_of(p) for p in descendants(self.proc.pid) if is_worker(p))
         return own, workers
 
+    def cpu(self) -> float:
+        """CPU seconds (user + system) used so far by the server and its descendants."""
+        tick = os.sysconf("SC_CLK_TCK")
+        total = 0
+        for pid in [self.proc.pid, *descendants(self.proc.pid)]:
+            try:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            total += int(fields[11]) + int(fields[12])
+        return total / tick
+
     def wrk(self, connections: int, seconds: int, script: Path) -> dict[str, Any]:
         """One wrk run against this server; its figures (raises on failed answers)."""
         write_script(script, self.c, self.headers)
@@ -343,7 +355,9 @@ def run(rounds: int, seconds: int) -> dict[str, dict[str, list[float]]]:
                     time.sleep(0.5)  # let start-up garbage settle before the idle reading
                     own, workers = srv.rss()
                     srv.wrk(32, 1, script)  # warm-up
+                    cpu0 = srv.cpu()
                     load = srv.wrk(32, seconds, script)
+                    cpu = (srv.cpu() - cpu0) / load["requests"] * 1e6
                     seq = srv.wrk(1, seconds, script)
                 finally:
                     srv.stop()
@@ -353,6 +367,7 @@ def run(rounds: int, seconds: int) -> dict[str, dict[str, list[float]]]:
                     ("p50_us", seq["p50_us"]),
                     ("p99_us", seq["p99_us"]),
                     ("seq_rps", seq["rps"]),
+                    ("cpu_us", cpu),
                     ("rss", own),
                     ("workers_rss", workers),
                 ):
@@ -373,6 +388,7 @@ def table(figs: dict[str, dict[str, list[float]]]) -> str:
         ("sequential p50, one connection (µs)", "p50_us", "{:,.0f}", "≤ 0.25× MCPServer, ≤ 2× raw", (0.25, 2.0), False),
         ("sequential p99, one connection (µs)", "p99_us", "{:,.0f}", "", None, False),
         ("sequential calls/s, one connection", "seq_rps", "{:,.0f}", "", None, True),
+        ("server CPU per call at 32 connections (µs)", "cpu_us", "{:,.0f}", "", None, False),
         ("idle RSS of the server process (MiB)", "rss", "{:.1f}", "≤ 0.5× MCPServer", (0.5, None), False),
     ]  # fmt: skip
     tw = [WORKERS, INPROC]
