@@ -70,7 +70,7 @@ mutants: $(STAMP)
 bench: $(STAMP)
 	$(PY) bench/run.py
 	$(PY) bench/parallel.py
-	$(PY) bench/http.py
+	$(PY) bench/http_load.py
 
 # The soak alone (make bench runs it after the timed benchmarks): bench/soak.py.
 soak: $(STAMP)

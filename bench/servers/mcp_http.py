@@ -1,4 +1,4 @@
-"""The MCP SDK peer for bench/http.py: MCPServer's echo tool behind its default
+"""The MCP SDK peer for bench/http_load.py: MCPServer's echo tool behind its default
 ``streamable_http_app()`` (stateful sessions, SSE responses), on uvicorn."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The limit for bench/http.py: a raw ASGI app that answers any POSTed JSON-RPC
+"""The limit for bench/http_load.py: a raw ASGI app that answers any POSTed JSON-RPC
 ``tools/call`` of echo with its text (orjson both ways, no MCP rules), on uvicorn."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The uvicorn settings every contender of bench/http.py runs under: those of
+"""The uvicorn settings every contender of bench/http_load.py runs under: those of
 ``toolwire serve --http`` (toolwire.host.http.serve_http), one worker, uvloop and
 httptools when installed (uvicorn's ``auto``)."""
 

@@ -23,28 +23,22 @@ each round, the contenders take turns within a round, and each figure is the med
 rounds; each server's answer to one call is checked before it is loaded, and a run with
 non-2xx answers or socket errors is reported as failed.
 
-Usage: python bench/http.py [--rounds 3] [--seconds 3] [--out bench/RESULTS.md]
+Usage: python bench/http_load.py [--rounds 3] [--seconds 3] [--out bench/RESULTS.md]
 """
 
 from __future__ import annotations
 
-import os
-import sys
-
-# This file is named http.py: drop its own directory from the path, or `import http.client`
-# would import this script.
-if sys.path and os.path.realpath(sys.path[0]) == os.path.dirname(os.path.realpath(__file__)):
-    del sys.path[0]
-
 import argparse
 import http.client
 import json
+import os
 import platform
 import re
 import shutil
 import socket
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -332,12 +326,14 @@ def ensure_wrk() -> None:
     """Install wrk from the distribution when it is missing (root and apt-get needed)."""
     if shutil.which("wrk"):
         return
-    print("bench/http.py: wrk is missing; installing it: apt-get install -y wrk", file=sys.stderr)
+    print(
+        "bench/http_load.py: wrk is missing; installing it: apt-get install -y wrk", file=sys.stderr
+    )
     if shutil.which("apt-get") and os.geteuid() == 0:
         subprocess.run(["apt-get", "install", "-y", "wrk"], check=False, stdout=subprocess.DEVNULL)
     if not shutil.which("wrk"):
         sys.exit(
-            "bench/http.py: wrk is needed (apt-get install wrk, as root) and could not be installed"
+            "bench/http_load.py: wrk is needed (apt-get install wrk, as root) and could not be installed"
         )
 
 
@@ -439,7 +435,7 @@ def machine() -> str:
     )
 
 
-SECTION = "## Over Streamable HTTP (`bench/http.py`, run by `make bench`)"
+SECTION = "## Over Streamable HTTP (`bench/http_load.py`, run by `make bench`)"
 
 
 def write_section(out: Path, text: str) -> None:
