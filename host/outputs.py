@@ -186,11 +186,6 @@ class OutputStore:
         with contextlib.suppress(OSError):
             os.unlink(path)
 
-    def contains(self, real: str) -> bool:
-        """True when the real path ``real`` is a file directly in this host's directory."""
-        d = self.existing_directory()
-        return d is not None and os.path.dirname(real) == d
-
     def remove(self) -> None:
         """Remove the directory and every file in it (safe to call more than once)."""
         with self._lock:

@@ -23,7 +23,7 @@ from toolwire.errors import (
     REQUEST_CANCELLED,
     JsonRpcError,
 )
-from toolwire.extensions import CALL_BATCH, ApprovalDecision, declares_approval
+from toolwire.extensions import CALL_BATCH, ApprovalDecision
 from toolwire.messages import empty_or_object, is_valid_id
 from toolwire.session import (
     ABORT_WAIT,
@@ -437,11 +437,6 @@ class HostServer:
         )
 
     # ------------------------------------------------------------------ approval
-
-    @property
-    def client_approves(self) -> bool:
-        """True when the client declared ``capabilities.toolwire.approval: true``."""
-        return declares_approval(self.client_capabilities)
 
     async def ask_approval(
         self, call: IncomingCall, tool: Tool, arguments: dict[str, Any]

@@ -1078,10 +1078,6 @@ class Session:
         """Wait until the session starts closing (see :attr:`closing`)."""
         await self._closing_event.wait()
 
-    async def wait_closed(self) -> None:
-        """Wait until :meth:`serve` has returned."""
-        await self._closed.wait()
-
     # ----------------------------------------------------------------- input
 
     async def _read_loop(self, tg: TaskGroup) -> None:
