@@ -101,3 +101,12 @@ def test_a_command_that_asks_nothing_gets_no_hint(tmp_path: Path) -> None:
     with host(tmp_path, "none") as h:
         r = bash(h, "echo fine; exit 3")
         assert "wanted a terminal" not in _text(r) and "wantedTerminal" not in _details(r)
+
+
+def test_a_command_that_succeeds_gets_no_hint_whatever_it_prints(tmp_path: Path) -> None:
+    """`env` shows the non-interactive settings' own messages, and a grep of sources may
+    print "not a tty": a command that succeeded was not stopped by a missing terminal."""
+    with host(tmp_path, "none") as h:
+        r = bash(h, "env; echo 'stdin is not a tty; see /dev/tty'; echo ran-to-the-end")
+        assert not r.get("isError") and _text(r).endswith("ran-to-the-end"), _text(r)
+        assert "wantedTerminal" not in _details(r)

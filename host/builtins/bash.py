@@ -350,7 +350,9 @@ async def bash(
             hint = f" (128+{code - 128}: a process killed by {_signal_name(code - 128)})"
         parts.append(f"[Command failed with exit code {code}{hint}]")
         is_error = True
-    if _WANTS_TERMINAL.search(shown):
+    if is_error and _WANTS_TERMINAL.search(shown):
+        # Only a command that failed or hung can have been stopped by a missing terminal;
+        # a successful one that merely prints such words (`env`, a grep of sources) is not.
         details["wantedTerminal"] = True
         parts.append(TERMINAL_HINT)
     text = "\n\n".join(p for p in parts if p) or "(no output)"
