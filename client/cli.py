@@ -708,6 +708,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .render import visible
 
         print(f"toolwire {ns.command}: {visible(str(exc))}", file=sys.stderr)
+        if getattr(ns, "url", None) and "Unauthorized" in str(exc):
+            # 401 from the endpoint (RFC 6750 §3): the credentials are the user's to fix.
+            print(
+                f"toolwire {ns.command}: give the endpoint's bearer token with "
+                "--token-file FILE (or $TOOLWIRE_TOKEN)",
+                file=sys.stderr,
+            )
+            return EXIT_USAGE
         return EXIT_HOST_FAILED
     except KeyboardInterrupt:
         return 130

@@ -94,4 +94,6 @@ def test_cli_list_and_call_with_url(tmp_path: Path) -> None:
             env=env,
             timeout=120,
         )
-        assert no_token.returncode != 0 and "Unauthorized" in no_token.stderr
+        # A missing or refused token is the user's to fix: exit 2 and say how.
+        assert no_token.returncode == 2 and "Unauthorized" in no_token.stderr, no_token.stderr
+        assert "--token-file" in no_token.stderr
