@@ -122,7 +122,7 @@ class StderrPump:
             return 0
         return int.from_bytes(buf, "little")
 
-    def flush(self, timeout: float, stalled: float = 0.1) -> bool:
+    def flush(self, timeout: float, stalled: float = 0.5) -> bool:
         """Wait up to ``timeout`` seconds until everything written so far reached the
         real stderr (the process is about to exit); False when it did not, or as soon
         as one write to the real stderr has waited ``stalled`` seconds (nobody reads
@@ -163,9 +163,12 @@ def buffer_stderr() -> StderrPump:
     return _pump
 
 
-def flush_stderr(timeout: float = 1.0) -> None:
+def flush_stderr(timeout: float = 2.0) -> None:
     """Before the process exits: let the pump write out what it holds, for at most
-    ``timeout`` seconds (a parent that never reads stderr does not delay the exit)."""
+    ``timeout`` seconds (a parent that never reads stderr delays the exit by at most
+    :meth:`StderrPump.flush`'s ``stalled``, 0.5 s; the margins are wide because on a
+    loaded machine the pump's threads may wait that long for a core, and the last
+    lines before an exit are the ones that say why)."""
     if _pump is not None:
         with contextlib.suppress(Exception):
             _pump.flush(timeout)

@@ -259,6 +259,7 @@ class _Watchdog:
         kill_descendants()
         outputs.remove_directory()
         logging.shutdown()
+        flush_stderr(0.5)  # the warning above says why the host ended: let it out
         os._exit(self.code())
 
 
