@@ -24,7 +24,6 @@ from __future__ import annotations
 import base64
 import contextlib
 import logging
-import math
 from typing import Any
 
 import anyio
@@ -35,13 +34,12 @@ from anyio.abc import ByteReceiveStream, ByteSendStream
 from toolwire import _json
 from toolwire.errors import CONNECTION_CLOSED, JsonRpcError
 from toolwire.messages import error_response
-from toolwire.modern import PROTOCOL_VERSION_KEY
+from toolwire.modern import NAMED_BY_HEADER, PROTOCOL_VERSION_KEY
+from toolwire.streams import MemoryReceiveStream
 
 __all__ = ["HttpTransport"]
 
 log = logging.getLogger("toolwire.client")
-
-_NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 
 
 def header_value(text: str) -> str:
@@ -51,24 +49,6 @@ def header_value(text: str) -> str:
     if plain and not (text.startswith("=?base64?") and text.endswith("?=")):
         return text
     return "=?base64?" + base64.b64encode(text.encode("utf-8")).decode("ascii") + "?="
-
-
-class _Inbound(ByteReceiveStream):
-    def __init__(self) -> None:
-        self._tx, self._rx = anyio.create_memory_object_stream[bytes](math.inf)
-
-    def put(self, data: bytes) -> None:
-        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
-            self._tx.send_nowait(data)
-
-    def end(self) -> None:
-        self._tx.close()
-
-    async def receive(self, max_bytes: int = 65536) -> bytes:
-        return await self._rx.receive()
-
-    async def aclose(self) -> None:
-        self._rx.close()
 
 
 class _Outbound(ByteSendStream):
@@ -124,7 +104,7 @@ class HttpTransport:
         self.protocol_version: str | None = None
         self._http: httpx.AsyncClient | None = None
         self._tg: anyio.abc.TaskGroup | None = None
-        self._inbound = _Inbound()
+        self._inbound = MemoryReceiveStream()
         self._inflight: dict[Any, anyio.CancelScope] = {}
         self._initialize_id: Any = None
 
@@ -165,7 +145,7 @@ class HttpTransport:
             headers["MCP-Protocol-Version"] = version
             if type(method) is str:
                 headers["Mcp-Method"] = method
-                member = _NAMED.get(method)
+                member = NAMED_BY_HEADER.get(method)
                 if member is not None and type(params) is dict:
                     value = params.get(member)
                     if type(value) is str:

@@ -43,7 +43,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from typing import Any
 
 import anyio
-from anyio.abc import ByteReceiveStream, ByteSendStream, TaskGroup
+from anyio.abc import ByteSendStream, TaskGroup
 
 from toolwire import _json
 from toolwire.errors import (
@@ -61,11 +61,13 @@ from toolwire.modern import (
     DISCOVER,
     LISTEN,
     MISSING_CLIENT_CAPABILITY,
+    NAMED_BY_HEADER,
     UNSUPPORTED_PROTOCOL_VERSION,
     is_modern_request,
     parse_envelope,
 )
 from toolwire.session import Session
+from toolwire.streams import MemoryReceiveStream
 
 from .approval import ApprovalPolicy
 from .connection import _load_modules, build_registry, describe, start_workers
@@ -125,9 +127,6 @@ _MODERN_STATUS = {
 """HTTP status of a 2026-07-28 JSON-RPC error answered as JSON (MCP 2026-07-28
 "transports/streamable-http"; codes not named there: 200)."""
 
-_NAMED_METHODS = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
-"""Methods whose ``Mcp-Name`` header carries a ``params`` member."""
-
 _SSE_HEADERS = [
     (b"content-type", b"text/event-stream"),
     (b"cache-control", b"no-cache, no-transform"),
@@ -136,30 +135,6 @@ _SSE_HEADERS = [
 
 
 # --------------------------------------------------------------------------- streams
-
-
-class _Inbox(ByteReceiveStream):
-    """The bytes a Session reads: frames put in by the HTTP side, EOF on close."""
-
-    def __init__(self) -> None:
-        self._tx, self._rx = anyio.create_memory_object_stream[bytes](math.inf)
-
-    def put(self, frame: bytes) -> bool:
-        """Queue one ndjson frame; False when the session no longer reads."""
-        try:
-            self._tx.send_nowait(frame)
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            return False
-        return True
-
-    def end(self) -> None:
-        self._tx.close()
-
-    async def receive(self, max_bytes: int = 65536) -> bytes:
-        return await self._rx.receive()
-
-    async def aclose(self) -> None:
-        self._rx.close()
 
 
 class _Outbox(ByteSendStream):
@@ -342,7 +317,7 @@ class _LegacySession:
         self.id = sid
         self.principal = principal
         self.server = server
-        self.inbox = _Inbox()
+        self.inbox = MemoryReceiveStream()
         self.session = Session(
             self.inbox,
             _Outbox(self._route),
@@ -842,7 +817,7 @@ class HttpHost:
                 f"Header mismatch: Mcp-Method header {what} does not match body value {method!r}",
                 id=rid,
             )
-        member = _NAMED_METHODS.get(method)
+        member = NAMED_BY_HEADER.get(method)
         if member is not None:
             raw_name = headers.get("mcp-name")
             try:
@@ -867,7 +842,7 @@ class HttpHost:
             )
         assert self._primary is not None
         exchange = _Exchange(rid)
-        inbox = _Inbox()
+        inbox = MemoryReceiveStream()
 
         def deliver(raw: bytes) -> None:
             final = False

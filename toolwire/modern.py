@@ -31,6 +31,7 @@ __all__ = [
     "MISSING_CLIENT_CAPABILITY",
     "MODERN_PROTOCOL_VERSION",
     "MODERN_PROTOCOL_VERSIONS",
+    "NAMED_BY_HEADER",
     "PROTOCOL_VERSION_KEY",
     "RESULT_COMPLETE",
     "RESULT_INPUT_REQUIRED",
@@ -64,6 +65,10 @@ SUBSCRIPTION_ID_KEY = "io.modelcontextprotocol/subscriptionId"
 DISCOVER = "server/discover"
 LISTEN = "subscriptions/listen"
 ACKNOWLEDGED = "notifications/subscriptions/acknowledged"
+
+NAMED_BY_HEADER = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+"""Methods whose ``Mcp-Name`` HTTP header repeats one ``params`` member, and which one
+(MCP 2026-07-28 "transports/streamable-http": the header must match the body)."""
 
 RESULT_COMPLETE = "complete"
 RESULT_INPUT_REQUIRED = "input_required"

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import math
 import os
 import stat
 from collections.abc import Callable
@@ -25,7 +26,7 @@ from collections.abc import Callable
 import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream
 
-__all__ = ["FdReceiveStream", "FdSendStream"]
+__all__ = ["FdReceiveStream", "FdSendStream", "MemoryReceiveStream"]
 
 READ_CHUNK = 256 * 1024
 """Bytes asked for per read (256 KiB)."""
@@ -216,3 +217,35 @@ class FdSendStream(_FdStream, ByteSendStream):
             except OSError as exc:
                 raise anyio.BrokenResourceError from exc
             view = view[n:]
+
+
+class MemoryReceiveStream(ByteReceiveStream):
+    """A byte stream fed by its owner: each :meth:`put` is one chunk a reader gets whole
+    (e.g. one ndjson frame), :meth:`end` is end-of-file. Unbounded; the owner bounds what
+    it puts (the HTTP transports put whole, size-checked messages).
+
+    Used where a :class:`~toolwire.session.Session` speaks over something that is not a
+    file descriptor: an HTTP request's body and answers, on the host and client side.
+    """
+
+    def __init__(self) -> None:
+        self._tx, self._rx = anyio.create_memory_object_stream[bytes](math.inf)
+
+    def put(self, data: bytes) -> bool:
+        """Queue ``data`` for the reader; False when the reader has closed the stream."""
+        try:
+            self._tx.send_nowait(data)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            return False
+        return True
+
+    def end(self) -> None:
+        """End of file: the reader gets what was put, then ``anyio.EndOfStream``."""
+        self._tx.close()
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        """The next chunk put, whole (``max_bytes`` is not applied: chunks are frames)."""
+        return await self._rx.receive()
+
+    async def aclose(self) -> None:
+        self._rx.close()
