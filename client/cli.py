@@ -612,10 +612,7 @@ async def _call(ns: argparse.Namespace) -> int:
     if unknown:
         err.print(f"toolwire call: {unknown}", markup=False, soft_wrap=True)
     if res.is_error:
-        err.print(
-            f"[red]error result[/red] from {escape(visible(ns.name))} "
-            f"(call {escape(str(res.call_id))})"
-        )
+        err.print(f"[red]error result[/red] from {escape(visible(ns.name))}")
         return EXIT_ERROR_RESULT
     return EXIT_OK
 

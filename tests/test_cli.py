@@ -109,6 +109,8 @@ def test_error_results_exit_1(tmp_path: Path) -> None:
     invalid = run("call", "echo", '{"text": [1,2]}', *HOST_OPTS)
     assert invalid.returncode == 1
     assert "Invalid arguments" in invalid.stdout and "text" in invalid.stdout
+    # stderr names the tool, not the JSON-RPC id the CLI chose (which means nothing here)
+    assert "error result from echo" in invalid.stderr and "(call" not in invalid.stderr
     # ... while a k=v value for a string parameter is the raw text, quotes included.
     raw = run("call", "echo", "text=[1,2]", *HOST_OPTS)
     assert (raw.returncode, raw.stdout) == (0, "[1,2]\n")
