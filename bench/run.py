@@ -1062,6 +1062,26 @@ def table(results: dict[str, dict[str, float]]) -> str:
     return "\n".join(lines)
 
 
+def kept_sections(old: str, new: str) -> str:
+    """The ``## `` sections of the previous results file that ``new`` does not hold.
+
+    The soak, the paused client and the HTTP bench write their own sections (by hand or
+    by their own scripts); rewriting the file must not drop them. Returns them in their
+    old order, each preceded by a blank line ("" when there are none).
+    """
+    headings = {line for line in new.splitlines() if line.startswith("## ")}
+    sections: list[list[str]] = []
+    keeping = False
+    for line in old.splitlines():
+        if line.startswith("## "):
+            keeping = line not in headings
+            if keeping:
+                sections.append([])
+        if keeping:
+            sections[-1].append(line)
+    return "".join("\n" + "\n".join(lines).rstrip("\n") + "\n" for lines in sections)
+
+
 async def main_async(args: argparse.Namespace) -> None:
     servers = make_servers(args.baseline)
     print("benchmarking " + ", ".join(srv.label for srv in servers), file=sys.stderr)
@@ -1084,7 +1104,9 @@ async def main_async(args: argparse.Namespace) -> None:
         notes = HERE / "NOTES.md"
         if notes.exists():
             text += "\n" + notes.read_text()
-        Path(args.out).write_text(text)
+        out = Path(args.out)
+        text += kept_sections(out.read_text() if out.exists() else "", text)
+        out.write_text(text)
         print(f"wrote {args.out}", file=sys.stderr)
 
 
