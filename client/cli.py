@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from toolwire.errors import JsonRpcError
+from toolwire.jsonschema_facts import RefError, enum_types, is_type, json_type, resolve_ref
 
 from .hostargs import HostStartError, add_host_options, spawn_host
 
@@ -122,36 +123,23 @@ def _strict_json(text: str) -> Any:
     return json.loads(text, parse_constant=constant, parse_float=number)
 
 
-_JSON_TYPES: dict[type, str] = {
-    type(None): "null",
-    bool: "boolean",
-    int: "integer",
-    float: "number",
-    str: "string",
-    list: "array",
-    dict: "object",
-}
-
-
-def _json_type(value: Any) -> str:
-    return _JSON_TYPES.get(type(value), "object")
-
-
 def accepted_types(schema: Any, root: Any = None, _depth: int = 0) -> frozenset[str] | None:
     """The JSON types a parameter's schema accepts, or None when it does not say.
 
     Read from ``type`` (a name or a list), else ``const``/``enum`` (the types of their
     values), else the union of ``anyOf``/``oneOf`` branches (None when one branch is
     unconstrained), else the intersection of the ``allOf`` branches that say; a local
-    ``$ref`` (``#/$defs/...``) is followed within ``root``.
+    ``$ref`` (any JSON Pointer, :func:`toolwire.jsonschema_facts.resolve_ref`) is followed
+    within ``root``; the types of ``enum`` values are :func:`~toolwire.jsonschema_facts.enum_types`.
     """
     if not isinstance(schema, dict) or _depth > 20:
         return None
     ref = schema.get("$ref")
-    if isinstance(ref, str) and ref.startswith("#/") and isinstance(root, dict):
-        target: Any = root
-        for part in ref[2:].split("/"):
-            target = target.get(part) if isinstance(target, dict) else None
+    if isinstance(ref, str) and isinstance(root, dict):
+        try:
+            target = resolve_ref(root, ref)
+        except RefError:
+            return None
         if isinstance(target, dict):
             return accepted_types(target, root, _depth + 1)
         return None
@@ -160,10 +148,9 @@ def accepted_types(schema: Any, root: Any = None, _depth: int = 0) -> frozenset[
         return frozenset([kind])
     if isinstance(kind, list) and all(isinstance(k, str) for k in kind):
         return frozenset(kind)
-    if "const" in schema:
-        return frozenset([_json_type(schema["const"])])
-    if isinstance(schema.get("enum"), list) and schema["enum"]:
-        return frozenset(_json_type(v) for v in schema["enum"])
+    implied = enum_types(schema)
+    if implied is not None:
+        return frozenset(implied)
     for key in ("anyOf", "oneOf"):
         branches = schema.get(key)
         if isinstance(branches, list) and branches:
@@ -184,12 +171,7 @@ def accepted_types(schema: Any, root: Any = None, _depth: int = 0) -> frozenset[
 
 
 def _matches(value: Any, types: frozenset[str]) -> bool:
-    kind = _json_type(value)
-    if kind in types:
-        return True
-    if kind == "integer" and "number" in types:
-        return True
-    return kind == "number" and "integer" in types and float(value).is_integer()
+    return any(is_type(value, name) for name in types)
 
 
 def convert_value(key: str, text: str, types: frozenset[str] | None) -> Any:
@@ -222,7 +204,7 @@ def convert_value(key: str, text: str, types: frozenset[str] | None) -> Any:
         ) from None
     if types is not None and not _matches(value, types):
         raise UsageError(
-            f"{key}={text}: the parameter takes {_describe(types)}, not {_json_type(value)}"
+            f"{key}={text}: the parameter takes {_describe(types)}, not {json_type(value)}"
         )
     return value
 

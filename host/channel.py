@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any, Literal, Protocol
 
 from toolwire.errors import JsonRpcError
+from toolwire.jsonschema_facts import is_type
 from toolwire.messages import RequestId
 from toolwire.modern import INPUT_METHODS, Envelope
 from toolwire.session import RequestContext, Session, progress_accepted
@@ -88,7 +89,7 @@ def _is_count(value: Any) -> bool:
 
 
 def _is_number(value: Any) -> bool:
-    return type(value) in (int, float)
+    return is_type(value, "number")
 
 
 def _titled_options(value: Any) -> bool:

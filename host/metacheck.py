@@ -22,6 +22,8 @@ import importlib.util
 import re
 from typing import Any
 
+from toolwire.jsonschema_facts import is_type
+
 __all__ = ["meta_verdict"]
 
 _DRAFT_2020_12 = (
@@ -95,13 +97,8 @@ class _Undecided(Exception):
     pass
 
 
-def _is_number(x: Any) -> bool:
-    return type(x) is int or type(x) is float
-
-
 def _is_count(x: Any) -> bool:
-    t = type(x)
-    return (t is int or (t is float and x.is_integer())) and x >= 0
+    return is_type(x, "integer") and x >= 0
 
 
 def _is_json(x: Any, depth: int = 0) -> bool:

@@ -25,6 +25,14 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from toolwire import _json
+from toolwire.jsonschema_facts import (
+    TYPE_CHECKS,
+    RefError,
+    enum_types,
+    is_type,
+    json_type,
+    resolve_ref,
+)
 
 from .metacheck import meta_verdict
 
@@ -105,51 +113,9 @@ def json_equal(a: Any, b: Any) -> bool:
 
 # ---------------------------------------------------------------------------- types
 
-
-def _is_integer(x: Any) -> bool:
-    t = type(x)
-    return t is int or (t is float and x.is_integer())
-
-
-def _is_number(x: Any) -> bool:
-    t = type(x)
-    return t is int or t is float
-
-
-_TYPE_CHECKS: dict[str, Check] = {
-    "string": lambda x: type(x) is str,
-    "integer": _is_integer,
-    "number": _is_number,
-    "boolean": lambda x: type(x) is bool,
-    "object": lambda x: type(x) is dict,
-    "array": lambda x: type(x) is list,
-    "null": lambda x: x is None,
-}
-
-
-def type_matches(x: Any, name: str) -> bool:
-    """True when ``x`` is an instance of the JSON Schema type ``name``."""
-    check = _TYPE_CHECKS.get(name)
-    return check is not None and check(x)
-
-
-def _json_type(x: Any) -> str:
-    if x is None:
-        return "null"
-    t = type(x)
-    if t is bool:
-        return "boolean"
-    if t is int:
-        return "integer"
-    if t is float:
-        return "number"
-    if t is str:
-        return "string"
-    if t is list:
-        return "array"
-    if t is dict:
-        return "object"
-    return t.__name__
+# Value types (TYPE_CHECKS, is_type, json_type), local $ref resolution and the types an
+# enum implies come from toolwire.jsonschema_facts, shared with the client: one answer for
+# both sides (1.0 is an integer, Draft 2020-12 Validation §6.1.1).
 
 
 # ---------------------------------------------------------------------------- compiler
@@ -200,29 +166,16 @@ def _conforms(x: Any, fmt: str) -> bool:
 
 
 def _resolve(root: Any, ref: str) -> Any:
-    """The node a local ``$ref`` (``#`` or ``#/json/pointer``) names inside ``root``.
+    """The node a local ``$ref`` (``#`` or ``#/json/pointer``) names inside ``root``
+    (:func:`toolwire.jsonschema_facts.resolve_ref`).
 
     Raises:
         UnsupportedSchema: a remote or unresolvable reference.
     """
-    if not ref.startswith("#"):
-        raise UnsupportedSchema(f"non-local $ref {ref!r}")
-    from urllib.parse import unquote
-
-    node = root
-    pointer = unquote(ref[1:])
-    if pointer:
-        if not pointer.startswith("/"):
-            raise UnsupportedSchema(f"$ref {ref!r}")
-        for part in pointer[1:].split("/"):
-            key = part.replace("~1", "/").replace("~0", "~")
-            if isinstance(node, dict) and key in node:
-                node = node[key]
-            elif isinstance(node, list) and key.isdigit() and int(key) < len(node):
-                node = node[int(key)]
-            else:
-                raise UnsupportedSchema(f"unresolvable $ref {ref!r}")
-    return node
+    try:
+        return resolve_ref(root, ref)
+    except RefError as exc:
+        raise UnsupportedSchema(str(exc)) from None
 
 
 class _Compiler:
@@ -270,14 +223,14 @@ class _Compiler:
         t = node.get("type")
         if t is not None:
             names = [t] if type(t) is str else t
-            if type(names) is not list or not all(n in _TYPE_CHECKS for n in names):
+            if type(names) is not list or not all(n in TYPE_CHECKS for n in names):
                 raise UnsupportedSchema(f"type {t!r}")
             if names == ["object"]:
                 strict_object = True  # folded into the object check below
             elif len(names) == 1:
-                checks.append(_TYPE_CHECKS[names[0]])
+                checks.append(TYPE_CHECKS[names[0]])
             else:
-                type_checks = tuple(_TYPE_CHECKS[n] for n in names)
+                type_checks = tuple(TYPE_CHECKS[n] for n in names)
 
                 def any_type(x: Any) -> bool:
                     for c in type_checks:  # noqa: SIM110
@@ -300,7 +253,7 @@ class _Compiler:
         if obj is not None:
             checks.append(obj)
         elif strict_object:
-            checks.append(_TYPE_CHECKS["object"])
+            checks.append(TYPE_CHECKS["object"])
 
         for sub in node.get("allOf", ()):
             checks.append(self.compile(sub))
@@ -356,7 +309,7 @@ class _Compiler:
         ):
             if key in node:
                 bound = node[key]
-                if not _is_number(bound):
+                if not is_type(bound, "number"):
                     raise UnsupportedSchema(key)
 
                 def bounded(x: Any, bound: Any = bound, op: Any = op) -> bool:
@@ -721,24 +674,14 @@ def _to_boolean(x: Any) -> Any:
 
 
 def _implied_type(node: dict[str, Any]) -> list[str] | None:
-    """The types a node's ``enum``/``const`` values have, for a node without ``type``.
+    """The types a node's ``enum``/``const`` values have, for a node without ``type``
+    (:func:`toolwire.jsonschema_facts.enum_types`).
 
     So ``{"enum": [1, 2, 3]}`` coerces ``"2"`` to ``2`` as ``{"type": "integer", ...}``
     would (a model often sends an enum's number as a string). None without either
     keyword.
     """
-    if "const" in node:
-        values = [node["const"]]
-    elif type(node.get("enum")) is list:
-        values = node["enum"]
-    else:
-        return None
-    names: list[str] = []
-    for v in values:
-        name = _json_type(v)
-        if name not in names:
-            names.append(name)
-    return names or None
+    return enum_types(node)
 
 
 def _to_null(x: Any) -> Any:
@@ -951,7 +894,7 @@ class ArgumentSchema:
             t = _implied_type(node)
         if t is not None:
             names = [t] if type(t) is str else t if type(t) is list else []
-            if names and not any(type_matches(x, n) for n in names if type(n) is str):
+            if names and not any(is_type(x, n) for n in names if type(n) is str):
                 for name in names:
                     y = self._convert(name, node, x, depth)
                     if y is not _MISSING:
@@ -1043,7 +986,7 @@ class ArgumentSchema:
                 parsed = _json.loads(x)
             except ValueError:
                 return _MISSING
-            if not type_matches(parsed, name):
+            if not is_type(parsed, name):
                 return _MISSING
             parsed = self._coerce(node, parsed, depth + 1)
             return parsed if self._sub_valid(node, parsed) else _MISSING
@@ -1055,5 +998,5 @@ def _reason(err: Any) -> str:
     if err.validator == "type":
         expected = err.validator_value
         names = expected if isinstance(expected, list) else [expected]
-        return f"expected {' or '.join(str(n) for n in names)}, got {_json_type(err.instance)}"
+        return f"expected {' or '.join(str(n) for n in names)}, got {json_type(err.instance)}"
     return str(err.message)

@@ -24,6 +24,7 @@ from toolwire.errors import (
     JsonRpcError,
 )
 from toolwire.extensions import CALL_BATCH, ApprovalDecision
+from toolwire.jsonschema_facts import json_type
 from toolwire.messages import empty_or_object, is_valid_id
 from toolwire.session import (
     ABORT_WAIT,
@@ -262,7 +263,7 @@ class HostServer:
         if type(level) is not str:  # an object or array is not even hashable
             raise JsonRpcError(
                 INVALID_PARAMS,
-                f"Invalid log level: expected a string, got {_json_type(level)}",
+                f"Invalid log level: expected a string, got {json_type(level)}",
                 {"supported": list(LOG_LEVELS)},
             )
         if level not in LOG_LEVELS:
@@ -452,18 +453,3 @@ def _object_params(params: Any) -> dict[str, Any]:
     if type(params) is not dict:
         raise JsonRpcError(INVALID_PARAMS, PARAMS_NOT_AN_OBJECT)
     return params
-
-
-def _json_type(value: Any) -> str:
-    """The JSON name of ``value``'s type ("object", "array", "number", …)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, dict):
-        return "object"
-    if isinstance(value, list):
-        return "array"
-    return "string" if isinstance(value, str) else type(value).__name__

@@ -42,11 +42,12 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from toolwire.jsonschema_facts import is_type
+
 from ._schema import (
     MAX_REF_EXPANSIONS,
     Restore,
     inferred_type,
-    json_type,
     merge_schemas,
     resolve_pointer,
     same,
@@ -112,11 +113,10 @@ def _parse_json_text(value: Any) -> Any:
 
 
 def _matches(value: Any, out: Mapping[str, Any]) -> bool:
-    kind = json_type(value)
-    t = out.get("type")
-    if kind == "null":
+    if value is None:
         return bool(out.get("nullable"))
-    return t == kind or (t == "number" and kind == "integer")
+    t = out.get("type")
+    return isinstance(t, str) and is_type(value, t)
 
 
 def gemini_parameters(schema: Mapping[str, Any]) -> tuple[dict[str, Any], Restore]:

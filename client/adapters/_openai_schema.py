@@ -22,7 +22,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ._schema import Restore, inferred_type, json_type, merge_schemas, resolve_pointer, same
+from toolwire.jsonschema_facts import is_type
+
+from ._schema import Restore, inferred_type, merge_schemas, resolve_pointer, same
 
 __all__ = ["STRICT_MAX_DEPTH", "strict_parameters", "strict_schema_allowed"]
 
@@ -121,11 +123,10 @@ def _branch_restore(
         return same
 
     def restore(value: Any) -> Any:
-        kind = json_type(value)
         for out, r in branches:
             t = out.get("type")
             names = t if isinstance(t, list) else [t] if isinstance(t, str) else []
-            if kind in names or (kind == "integer" and "number" in names):
+            if any(isinstance(n, str) and is_type(value, n) for n in names):
                 return r(value)
         return value
 

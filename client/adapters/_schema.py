@@ -17,14 +17,14 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Mapping
 from typing import Any
-from urllib.parse import unquote
+
+from toolwire.jsonschema_facts import RefError, enum_types, resolve_ref
 
 __all__ = [
     "MAX_REF_EXPANSIONS",
     "Restore",
     "inferred_type",
     "json_schema_dialect",
-    "json_type",
     "merge_schemas",
     "resolve_pointer",
     "root_object",
@@ -44,67 +44,26 @@ MAX_REF_EXPANSIONS = 3
 """How often one ``$ref`` is expanded along one path when a converter must inline it
 (a recursive model); deeper, the value is declared as JSON text (see each converter)."""
 
-_MISSING = object()
-
 
 def resolve_pointer(root: Any, ref: str) -> Any:
-    """The node a local reference (``#``, ``#/a/b/0``) points at in ``root``; None when
-    ``ref`` is not local or points nowhere. ``~1``/``~0`` and %-escapes are decoded."""
-    if not ref.startswith("#"):
+    """The node a local reference (``#``, ``#/a/b/0``) points at in ``root``
+    (:func:`toolwire.jsonschema_facts.resolve_ref`); None where that raises (``ref`` is
+    not local or points nowhere), the converters' way of leaving such a ``$ref`` alone."""
+    try:
+        return resolve_ref(root, ref)
+    except RefError:
         return None
-    pointer = unquote(ref[1:])
-    if pointer == "":
-        return root
-    if not pointer.startswith("/"):
-        return None
-    node: Any = root
-    for raw in pointer[1:].split("/"):
-        part = raw.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, dict):
-            node = node.get(part, _MISSING)
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        else:
-            return None
-        if node is _MISSING:
-            return None
-    return node
-
-
-def json_type(value: Any) -> str:
-    """The JSON type name of a Python value ("integer" for a whole number)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "integer" if value.is_integer() else "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
 
 
 def inferred_type(node: Mapping[str, Any]) -> str | list[str] | None:
-    """The ``type`` the values of ``enum``/``const`` imply, for a node without ``type``.
-
-    One type when all values share it ("integer" and "number" together are "number"),
-    a list (in first-seen order) when they do not, None without ``enum``/``const``.
-    """
+    """The value of a ``type`` keyword the values of ``enum``/``const`` imply, for a node
+    without ``type``: :func:`toolwire.jsonschema_facts.enum_types` as one name when there
+    is one, else the list; None when ``node`` has ``type`` or neither keyword."""
     if "type" in node:
         return None
-    if "const" in node:
-        values = [node["const"]]
-    elif isinstance(node.get("enum"), list) and node["enum"]:
-        values = list(node["enum"])
-    else:
+    names = enum_types(node)
+    if names is None:
         return None
-    names = list(dict.fromkeys(json_type(v) for v in values))
-    if "integer" in names and "number" in names:
-        names.remove("integer")
     return names[0] if len(names) == 1 else names
 
 
