@@ -132,55 +132,63 @@ def gemini_parameters(schema: Mapping[str, Any]) -> tuple[dict[str, Any], Restor
         without parameters: leave ``parameters`` out of its declaration).
     """
     root = dict(schema)
+    try:
+        params, restore = _Converter(root).convert(root, ())
+    except RecursionError:
+        return {"type": "object"}, same
+    if params.get("type") != "object" or not params.get("properties"):
+        return {"type": "object"}, same
+    return params, restore
 
-    def resolve(node: Any, stack: tuple[str, ...]) -> tuple[Any, tuple[str, ...], bool]:
+
+_ANY_JSON = "any JSON value, written as JSON text"
+
+Converted = tuple[dict[str, Any], Restore]
+
+
+class _Converter:
+    """One schema's conversion to Gemini's subset, one method per keyword family (the
+    table in the module docstring): references and ``allOf`` (:meth:`convert`,
+    :meth:`_all_of`), type lists and nulls (:meth:`_type_list`), alternatives
+    (:meth:`_alternatives`), enums (:meth:`_enum`), scalar formats and bounds
+    (:meth:`_scalar`), objects (:meth:`_object`), arrays (:meth:`_array`).
+
+    ``stack`` is the chain of ``$ref`` expanded on the way to a node (recursion stops after
+    :data:`MAX_REF_EXPANSIONS` of one reference); each method returns the converted node
+    and its :data:`Restore`.
+    """
+
+    def __init__(self, root: dict[str, Any]) -> None:
+        self.root = root
+
+    def resolve(self, node: Any, stack: tuple[str, ...]) -> tuple[Any, tuple[str, ...], bool]:
         """Follow ``$ref`` chains; the flag is False when one is unusable or too deep."""
         while isinstance(node, dict) and isinstance(node.get("$ref"), str):
             ref = node["$ref"]
-            target = resolve_pointer(root, ref)
+            target = resolve_pointer(self.root, ref)
             if not isinstance(target, dict) or stack.count(ref) >= MAX_REF_EXPANSIONS:
                 return node, stack, False
             stack = (*stack, ref)
             node = merge_schemas(target, {k: v for k, v in node.items() if k != "$ref"})
         return node, stack, True
 
-    def convert(node: Any, stack: tuple[str, ...]) -> tuple[dict[str, Any], Restore]:
+    def convert(self, node: Any, stack: tuple[str, ...]) -> Converted:
+        """Any schema node: references resolved, ``allOf`` merged, then by its type."""
         if node is True or node == {} or not isinstance(node, dict):
-            return _json_text({}, "any JSON value, written as JSON text")
-        node, stack, usable = resolve(node, stack)
+            return _json_text({}, _ANY_JSON)
+        node, stack, usable = self.resolve(node, stack)
         if not usable:
             return _json_text(node, "JSON text: a value of the same shape as its parent")
         node = dict(node)
-        for key in ("allOf",):
-            arms = node.pop(key, None)
-            if isinstance(arms, list):
-                for arm in arms:
-                    part, stack2, ok = resolve(arm, stack)
-                    if not ok:
-                        return _json_text(node, "JSON text")
-                    node = merge_schemas(part, node)
-                    stack = stack2
-                return convert(node, stack)
-        nullable = False
+        all_of = node.pop("allOf", None)
+        if isinstance(all_of, list):
+            return self._all_of(node, all_of, stack)
         arms = node.pop("anyOf", None)
         one_of = node.pop("oneOf", None)
         if arms is None:
             arms = one_of
-        t = node.get("type")
-        if t is None:
-            t = inferred_type(node)
-        listed = "enum" in node or "const" in node
-        if isinstance(t, list):
-            nullable = "null" in t
-            kinds = [k for k in t if k != "null"]
-            if len(kinds) == 1:
-                t = kinds[0]
-            elif kinds and arms is None and not listed:
-                arms = [{"type": k} for k in kinds]
-                t = None
-            else:
-                t = None
-        elif t == "null":
+        t, nullable, arms = self._type_list(node, arms)
+        if t == "null":
             return _always_null(node)
         if "const" in node:
             node["enum"] = [node.pop("const")]
@@ -189,117 +197,161 @@ def gemini_parameters(schema: Mapping[str, Any]) -> tuple[dict[str, Any], Restor
             nullable = True
             enum = [v for v in enum if v is not None]
         if isinstance(arms, list) and arms:
-            real = []
-            for arm in arms:
-                a, _, ok = resolve(arm, stack)
-                if isinstance(a, dict) and (
-                    a.get("type") == "null" or ("const" in a and a["const"] is None)
-                ):
-                    nullable = True
-                else:
-                    real.append(arm)
-            shared = {k: v for k, v in node.items() if k in ("description",)}
-            if len(real) == 1:
-                only = real[0]
-                out, restore = convert(
-                    merge_schemas(only, shared) if isinstance(only, dict) else only, stack
-                )
-            elif real:
-                branches = [convert(a, stack) for a in real]
-                out = {"anyOf": [b for b, _ in branches]}
-                if "description" in shared:
-                    out["description"] = shared["description"]
-                restore = _anyof_restore(branches)
-            else:
-                out, restore = _always_null(node)
-            if nullable:
-                out["nullable"] = True
-            return out, restore
-        if t is None:
-            if "properties" in node or "additionalProperties" in node:
-                t = "object"
-            elif "items" in node or "prefixItems" in node:
-                t = "array"
-            elif isinstance(enum, list) and enum:
-                t = inferred_type({"enum": enum})
-                t = t if isinstance(t, str) else None
-        if t is None:
-            if isinstance(enum, list) and enum:
-                t = "string"  # a mixed enum: labels below
-            else:
-                out, restore = _json_text(node, "any JSON value, written as JSON text")
-                if nullable:
-                    out["nullable"] = True
-                return out, restore
-        out = {}
-        restore = same
-        description = node.get("description")
-        if t in _SCALARS and isinstance(enum, list) and enum:
-            if t == "string" and all(isinstance(v, str) and v.strip() for v in enum):
-                out = {"type": "string", "enum": list(enum)}
-            else:
-                # Gemini takes string enums only, and refuses an empty member ("cannot
-                # be empty"): other values and blank strings go by their JSON text.
-                labels = [v if isinstance(v, str) and v.strip() else json.dumps(v) for v in enum]
-                if len(set(labels)) < len(labels):
-                    labels = [json.dumps(v) for v in enum]
-                out = {"type": "string", "enum": labels}
-                back = dict(zip(labels, enum, strict=True))
-                restore = _enum_restore(back)
-                if any(isinstance(v, str) and v != label for label, v in back.items()):
-                    description = _note(description, _QUOTED)
-        elif t in _SCALARS:
-            out = {"type": t}
-            fmt = node.get("format")
-            if isinstance(fmt, str):
-                if fmt in _FORMATS.get(t, ()):
-                    out["format"] = fmt
-                else:
-                    description = _note(description, f"format: {fmt}")
-            if t == "string":
-                for k in ("minLength", "maxLength"):
-                    if isinstance(node.get(k), int):
-                        out[k] = node[k]
-                if isinstance(node.get("pattern"), str):
-                    description = _note(description, f"pattern: {node['pattern']}")
-            else:
-                for k in ("minimum", "maximum"):
-                    if isinstance(node.get(k), int | float) and not isinstance(node[k], bool):
-                        out[k] = node[k]
-                for k, bound, step in (
-                    ("exclusiveMinimum", "minimum", 1),
-                    ("exclusiveMaximum", "maximum", -1),
-                ):
-                    v = node.get(k)
-                    if isinstance(v, int | float) and not isinstance(v, bool):
-                        if t == "integer" and float(v).is_integer():
-                            out[bound] = int(v) + step
-                        else:
-                            out[bound] = v
-                            word = "greater" if step > 0 else "less"
-                            description = _note(description, f"{word} than {v}")
-        elif t == "object":
-            out, restore = convert_object(node, stack)
-        elif t == "array":
-            out, restore = convert_array(node, stack)
-        else:
-            out, restore = _json_text(node, "JSON text")
-        if isinstance(description, str) and description and "description" not in out:
-            out["description"] = description
+            return self._alternatives(node, arms, nullable, stack)
+        out, restore = self._by_type(node, t, enum, stack)
         if nullable:
             out["nullable"] = True
         return out, restore
 
-    def convert_object(
-        node: dict[str, Any], stack: tuple[str, ...]
-    ) -> tuple[dict[str, Any], Restore]:
+    def _all_of(self, node: dict[str, Any], arms: list[Any], stack: tuple[str, ...]) -> Converted:
+        """``allOf``: every arm merged into the node (Gemini has no ``allOf``)."""
+        for arm in arms:
+            part, stack, ok = self.resolve(arm, stack)
+            if not ok:
+                return _json_text(node, "JSON text")
+            node = merge_schemas(part, node)
+        return self.convert(node, stack)
+
+    @staticmethod
+    def _type_list(node: dict[str, Any], arms: Any) -> tuple[Any, bool, Any]:
+        """``type`` (or the one its ``enum``/``const`` implies), whether a type list holds
+        ``null``, and the alternatives: a list of several other types becomes ``anyOf``
+        arms unless the node has alternatives or an enum of its own."""
+        t = node.get("type")
+        if t is None:
+            t = inferred_type(node)
+        if not isinstance(t, list):
+            return t, False, arms
+        nullable = "null" in t
+        kinds = [k for k in t if k != "null"]
+        if len(kinds) == 1:
+            return kinds[0], nullable, arms
+        if kinds and arms is None and "enum" not in node and "const" not in node:
+            return None, nullable, [{"type": k} for k in kinds]
+        return None, nullable, arms
+
+    def _alternatives(
+        self, node: dict[str, Any], arms: list[Any], nullable: bool, stack: tuple[str, ...]
+    ) -> Converted:
+        """``anyOf``/``oneOf``: null arms make the result nullable; one other arm is the
+        node itself, several are an ``anyOf`` restored by the value's JSON type."""
+        real = []
+        for arm in arms:
+            a, _, _ok = self.resolve(arm, stack)
+            if isinstance(a, dict) and (
+                a.get("type") == "null" or ("const" in a and a["const"] is None)
+            ):
+                nullable = True
+            else:
+                real.append(arm)
+        shared = {k: v for k, v in node.items() if k in ("description",)}
+        out: dict[str, Any]
+        restore: Restore
+        if len(real) == 1:
+            only = real[0]
+            out, restore = self.convert(
+                merge_schemas(only, shared) if isinstance(only, dict) else only, stack
+            )
+        elif real:
+            branches = [self.convert(a, stack) for a in real]
+            out = {"anyOf": [b for b, _ in branches]}
+            if "description" in shared:
+                out["description"] = shared["description"]
+            restore = _anyof_restore(branches)
+        else:
+            out, restore = _always_null(node)
+        if nullable:
+            out["nullable"] = True
+        return out, restore
+
+    def _by_type(
+        self, node: dict[str, Any], t: Any, enum: Any, stack: tuple[str, ...]
+    ) -> Converted:
+        """A node without alternatives, by its (possibly implied) type."""
+        listed = isinstance(enum, list) and bool(enum)
+        if t is None:
+            t = _implied_kind(node, enum if listed else None)
+        if t is None:
+            if not listed:
+                return _json_text(node, _ANY_JSON)
+            t = "string"  # a mixed enum: labels below
+        out: dict[str, Any]
+        restore: Restore = same
+        description = node.get("description")
+        if t in _SCALARS and listed:
+            out, restore, description = self._enum(t, enum, description)
+        elif t in _SCALARS:
+            out, description = self._scalar(t, node, description)
+        elif t == "object":
+            out, restore = self._object(node, stack)
+        elif t == "array":
+            out, restore = self._array(node, stack)
+        else:
+            out, restore = _json_text(node, "JSON text")
+        if isinstance(description, str) and description and "description" not in out:
+            out["description"] = description
+        return out, restore
+
+    @staticmethod
+    def _enum(t: str, enum: list[Any], description: Any) -> tuple[dict[str, Any], Restore, Any]:
+        """``enum``: Gemini takes string enums only, and refuses an empty member ("cannot
+        be empty"): other values and blank strings go by their JSON text."""
+        if t == "string" and all(isinstance(v, str) and v.strip() for v in enum):
+            return {"type": "string", "enum": list(enum)}, same, description
+        labels = [v if isinstance(v, str) and v.strip() else json.dumps(v) for v in enum]
+        if len(set(labels)) < len(labels):
+            labels = [json.dumps(v) for v in enum]
+        back = dict(zip(labels, enum, strict=True))
+        if any(isinstance(v, str) and v != label for label, v in back.items()):
+            description = _note(description, _QUOTED)
+        return {"type": "string", "enum": labels}, _enum_restore(back), description
+
+    @staticmethod
+    def _scalar(t: str, node: dict[str, Any], description: Any) -> tuple[dict[str, Any], Any]:
+        """A string, number, integer or boolean: ``format`` kept where Gemini knows it,
+        length or numeric bounds kept, the rest noted in the description."""
+        out: dict[str, Any] = {"type": t}
+        fmt = node.get("format")
+        if isinstance(fmt, str):
+            if fmt in _FORMATS.get(t, ()):
+                out["format"] = fmt
+            else:
+                description = _note(description, f"format: {fmt}")
+        if t == "string":
+            for k in ("minLength", "maxLength"):
+                if isinstance(node.get(k), int):
+                    out[k] = node[k]
+            if isinstance(node.get("pattern"), str):
+                description = _note(description, f"pattern: {node['pattern']}")
+            return out, description
+        for k in ("minimum", "maximum"):
+            if is_type(node.get(k), "number"):
+                out[k] = node[k]
+        for k, bound, step in (
+            ("exclusiveMinimum", "minimum", 1),
+            ("exclusiveMaximum", "maximum", -1),
+        ):
+            v: Any = node.get(k)
+            if not is_type(v, "number"):
+                continue
+            if t == "integer" and is_type(v, "integer"):
+                out[bound] = int(v) + step
+            else:
+                out[bound] = v
+                word = "greater" if step > 0 else "less"
+                description = _note(description, f"{word} than {v}")
+        return out, description
+
+    def _object(self, node: dict[str, Any], stack: tuple[str, ...]) -> Converted:
+        """Properties kept; a map (only ``additionalProperties``) as key/value pairs; an
+        object without either as JSON text."""
         props = node.get("properties")
         addl = node.get("additionalProperties")
         if isinstance(props, dict) and props:
             out_props: dict[str, Any] = {}
             restores: dict[str, Restore] = {}
             for name, sub in props.items():
-                conv, r = convert(sub, stack)
+                conv, r = self.convert(sub, stack)
                 out_props[str(name)] = conv
                 if r is not same:
                     restores[str(name)] = r
@@ -311,7 +363,7 @@ def gemini_parameters(schema: Mapping[str, Any]) -> tuple[dict[str, Any], Restor
                     out["required"] = names
             return out, (_object_restore(restores) if restores else same)
         if isinstance(addl, dict) or addl is True:
-            value, r = convert(addl, stack)
+            value, r = self.convert(addl, stack)
             pair = {
                 "type": "object",
                 "properties": {"key": {"type": "string"}, "value": value},
@@ -327,9 +379,9 @@ def gemini_parameters(schema: Mapping[str, Any]) -> tuple[dict[str, Any], Restor
             return out, _pairs_restore(r)
         return _json_text(node, "a JSON object, written as JSON text")
 
-    def convert_array(
-        node: dict[str, Any], stack: tuple[str, ...]
-    ) -> tuple[dict[str, Any], Restore]:
+    def _array(self, node: dict[str, Any], stack: tuple[str, ...]) -> Converted:
+        """``items`` and item counts kept; a tuple (``prefixItems``, or the older list
+        form of ``items``) as an object keyed by position."""
         prefix = node.get("prefixItems")
         items = node.get("items")
         if isinstance(items, list):
@@ -339,7 +391,7 @@ def gemini_parameters(schema: Mapping[str, Any]) -> tuple[dict[str, Any], Restor
             props: dict[str, Any] = {}
             restores: list[Restore] = []
             for i, sub in enumerate(prefix):
-                conv, r = convert(sub, stack)
+                conv, r = self.convert(sub, stack)
                 props[str(i)] = conv
                 restores.append(r)
             least = node.get("minItems")
@@ -356,20 +408,25 @@ def gemini_parameters(schema: Mapping[str, Any]) -> tuple[dict[str, Any], Restor
             if required:
                 out["required"] = required
             return out, _tuple_restore(restores)
-        conv, r = convert(items, stack) if items is not None else convert({}, stack)
+        conv, r = self.convert(items, stack) if items is not None else self.convert({}, stack)
         out = {"type": "array", "items": conv}
         for k in ("minItems", "maxItems"):
             if isinstance(node.get(k), int):
                 out[k] = node[k]
         return out, (_array_restore(r) if r is not same else same)
 
-    try:
-        params, restore = convert(root, ())
-    except RecursionError:
-        return {"type": "object"}, same
-    if params.get("type") != "object" or not params.get("properties"):
-        return {"type": "object"}, same
-    return params, restore
+
+def _implied_kind(node: Mapping[str, Any], enum: list[Any] | None) -> str | None:
+    """The type a node without one has by its keywords: object, array, or the one type of
+    its (non-empty) enum's values; None when they do not say."""
+    if "properties" in node or "additionalProperties" in node:
+        return "object"
+    if "items" in node or "prefixItems" in node:
+        return "array"
+    if enum:
+        t = inferred_type({"enum": enum})
+        return t if isinstance(t, str) else None
+    return None
 
 
 def gemini_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
