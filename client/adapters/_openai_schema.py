@@ -146,32 +146,101 @@ def strict_parameters(schema: Mapping[str, Any]) -> tuple[dict[str, Any], Restor
         strict mode without loosening it.
     """
     root = dict(schema)
+    if root.get("type") != "object":
+        return None
+    try:
+        params, restore = _StrictConverter(root).convert(root, (), is_root=True)
+    except (_NotStrict, RecursionError):
+        return None
+    return (params, restore) if strict_schema_allowed(params) else None
 
-    def convert(
-        node: Any, stack: tuple[str, ...], is_root: bool = False
-    ) -> tuple[dict[str, Any], Restore]:
+
+Converted = tuple[dict[str, Any], Restore]
+
+
+class _StrictConverter:
+    """One schema's conversion to strict mode, one method per keyword family (as the
+    host's schema compiler is laid out): references and ``allOf`` (:meth:`convert`,
+    :meth:`_ref`, :meth:`_all_of`), the type (:meth:`_types`), alternatives
+    (:meth:`_alternatives`), objects (:meth:`_object`), arrays (:meth:`_array`).
+
+    Every method raises :class:`_NotStrict` where strict mode cannot say what the schema
+    says; ``stack`` holds the ``$ref`` expanded on the way (a recursive one is refused).
+    """
+
+    def __init__(self, root: dict[str, Any]) -> None:
+        self.root = root
+
+    def convert(self, node: Any, stack: tuple[str, ...], is_root: bool = False) -> Converted:
+        """Any schema node, annotations dropped; the result keeps only strict keywords."""
         if not isinstance(node, dict):
             raise _NotStrict
         node = {k: v for k, v in node.items() if k not in _ANNOTATIONS}
         ref = node.pop("$ref", None)
         if isinstance(ref, str):
-            target = resolve_pointer(root, ref)
-            if not isinstance(target, dict) or ref in stack:
-                raise _NotStrict
-            merged = merge_schemas({k: v for k, v in target.items() if k not in _ANNOTATIONS}, node)
-            return convert(merged, (*stack, ref), is_root)
+            return self._ref(node, ref, stack, is_root)
         node.pop("$defs", None)
         node.pop("definitions", None)
         all_of = node.pop("allOf", None)
         if isinstance(all_of, list):
-            for arm in all_of:
-                part, _ = resolve_arm(arm, stack)
-                node = merge_schemas(part, node)
-            return convert(node, stack, is_root)
+            return self._all_of(node, all_of, stack, is_root)
         if "oneOf" in node:
             node["anyOf"] = node.pop("oneOf")
         if set(node) - _KEPT - _STRUCTURE:
             raise _NotStrict
+        names = self._types(node)
+        out: dict[str, Any] = {k: v for k, v in node.items() if k in _KEPT}
+        restore: Restore = same
+        if "anyOf" in node:
+            restore = self._alternatives(node, out, stack)
+        if "object" in names:
+            restore = self._object(node, names, out, stack, is_root) or restore
+        elif "properties" in node or "additionalProperties" in node or "required" in node:
+            raise _NotStrict
+        if "array" in names:
+            restore = self._array(node, out, stack) or restore
+        elif "items" in node:
+            raise _NotStrict
+        return out, restore
+
+    def _ref(
+        self, node: dict[str, Any], ref: str, stack: tuple[str, ...], is_root: bool
+    ) -> Converted:
+        """``$ref``: the target merged under the node's own keywords (strict mode has
+        ``$defs`` but the converted node is inlined; a recursive reference is refused)."""
+        target = resolve_pointer(self.root, ref)
+        if not isinstance(target, dict) or ref in stack:
+            raise _NotStrict
+        merged = merge_schemas({k: v for k, v in target.items() if k not in _ANNOTATIONS}, node)
+        return self.convert(merged, (*stack, ref), is_root)
+
+    def _all_of(
+        self, node: dict[str, Any], arms: list[Any], stack: tuple[str, ...], is_root: bool
+    ) -> Converted:
+        """``allOf``: every arm (its references followed) merged into the node."""
+        for arm in arms:
+            part, _ = self._resolve_arm(arm, stack)
+            node = merge_schemas(part, node)
+        return self.convert(node, stack, is_root)
+
+    def _resolve_arm(
+        self, arm: Any, stack: tuple[str, ...]
+    ) -> tuple[dict[str, Any], tuple[str, ...]]:
+        while isinstance(arm, dict) and isinstance(arm.get("$ref"), str):
+            ref = arm["$ref"]
+            target = resolve_pointer(self.root, ref)
+            if not isinstance(target, dict) or ref in stack:
+                raise _NotStrict
+            stack = (*stack, ref)
+            arm = merge_schemas(target, {k: v for k, v in arm.items() if k != "$ref"})
+        if not isinstance(arm, dict):
+            raise _NotStrict
+        return arm, stack
+
+    @staticmethod
+    def _types(node: dict[str, Any]) -> list[Any]:
+        """The node's type names, written into it when its ``enum``/``const``, properties
+        or items imply them (strict mode wants a ``type``); ``format`` checked."""
         implied = inferred_type(node)
         if implied is not None:
             node["type"] = implied
@@ -185,82 +254,75 @@ def strict_parameters(schema: Mapping[str, Any]) -> tuple[dict[str, Any], Restor
                 raise _NotStrict
         if node.get("format") is not None and node["format"] not in _FORMATS:
             raise _NotStrict
-        names = t if isinstance(t, list) else [t] if isinstance(t, str) else []
-        out: dict[str, Any] = {k: v for k, v in node.items() if k in _KEPT}
-        restore: Restore = same
-        if "anyOf" in node:
-            arms = node["anyOf"]
-            if not isinstance(arms, list) or not arms:
-                raise _NotStrict
-            # The node's constraints apply to every arm: move them there.
-            moved = {k: v for k, v in node.items() if k in _KEPT - {"type", "description"}}
-            for k in moved:
-                out.pop(k, None)
-            branches = [convert({**moved, **a} if isinstance(a, dict) else a, stack) for a in arms]
-            out["anyOf"] = [b for b, _ in branches]
-            restore = _branch_restore(branches)
-        if "object" in names:
-            if len(names) > 1:
-                raise _NotStrict
-            props = node.get("properties", {})
-            addl = node.get("additionalProperties")
-            if not isinstance(props, dict) or (addl is not None and addl is not False):
-                raise _NotStrict
-            if not props and not is_root and addl is not False:
-                raise _NotStrict
-            required = node.get("required", [])
-            if not isinstance(required, list):
-                raise _NotStrict
-            conv_props: dict[str, Any] = {}
-            restores: dict[str, Restore] = {}
-            drop_null: set[str] = set()
-            for name, sub in props.items():
-                conv, r = convert(sub, stack)
-                if name not in required:
-                    conv = _nullable(conv)
-                    if not _accepts_null(sub, root):
-                        drop_null.add(name)
-                conv_props[name] = conv
-                if r is not same:
-                    restores[name] = r
-            out["properties"] = conv_props
-            out["required"] = list(conv_props)
-            out["additionalProperties"] = False
-            if restores or drop_null:
-                restore = _object_restore(restores, drop_null)
-        elif "properties" in node or "additionalProperties" in node or "required" in node:
+        return t if isinstance(t, list) else [t] if isinstance(t, str) else []
+
+    def _alternatives(
+        self, node: dict[str, Any], out: dict[str, Any], stack: tuple[str, ...]
+    ) -> Restore:
+        """``anyOf`` (and ``oneOf``, read as ``anyOf``): the node's constraints apply to
+        every arm, so they move there; restored by the value's JSON type."""
+        arms = node["anyOf"]
+        if not isinstance(arms, list) or not arms:
             raise _NotStrict
-        if "array" in names:
-            items = node.get("items")
-            if not isinstance(items, dict):
-                raise _NotStrict
-            conv, r = convert(items, stack)
-            out["items"] = conv
+        moved = {k: v for k, v in node.items() if k in _KEPT - {"type", "description"}}
+        for k in moved:
+            out.pop(k, None)
+        branches = [self.convert({**moved, **a} if isinstance(a, dict) else a, stack) for a in arms]
+        out["anyOf"] = [b for b, _ in branches]
+        return _branch_restore(branches)
+
+    def _object(
+        self,
+        node: dict[str, Any],
+        names: list[Any],
+        out: dict[str, Any],
+        stack: tuple[str, ...],
+        is_root: bool,
+    ) -> Restore | None:
+        """An object: every property required, an optional one made nullable (its
+        ``null`` dropped on the way back unless the host's schema takes it), no
+        additional properties; a map or a bare object (below the root) is refused.
+        None when the way back is the branch's own."""
+        if len(names) > 1:
+            raise _NotStrict
+        props = node.get("properties", {})
+        addl = node.get("additionalProperties")
+        if not isinstance(props, dict) or (addl is not None and addl is not False):
+            raise _NotStrict
+        if not props and not is_root and addl is not False:
+            raise _NotStrict
+        required = node.get("required", [])
+        if not isinstance(required, list):
+            raise _NotStrict
+        conv_props: dict[str, Any] = {}
+        restores: dict[str, Restore] = {}
+        drop_null: set[str] = set()
+        for name, sub in props.items():
+            conv, r = self.convert(sub, stack)
+            if name not in required:
+                conv = _nullable(conv)
+                if not _accepts_null(sub, self.root):
+                    drop_null.add(name)
+            conv_props[name] = conv
             if r is not same:
-                restore = _array_restore(r)
-        elif "items" in node:
-            raise _NotStrict
-        return out, restore
-
-    def resolve_arm(arm: Any, stack: tuple[str, ...]) -> tuple[dict[str, Any], tuple[str, ...]]:
-        while isinstance(arm, dict) and isinstance(arm.get("$ref"), str):
-            ref = arm["$ref"]
-            target = resolve_pointer(root, ref)
-            if not isinstance(target, dict) or ref in stack:
-                raise _NotStrict
-            stack = (*stack, ref)
-            arm = merge_schemas(target, {k: v for k, v in arm.items() if k != "$ref"})
-        if not isinstance(arm, dict):
-            raise _NotStrict
-        return arm, stack
-
-    if root.get("type") != "object":
+                restores[name] = r
+        out["properties"] = conv_props
+        out["required"] = list(conv_props)
+        out["additionalProperties"] = False
+        if restores or drop_null:
+            return _object_restore(restores, drop_null)
         return None
-    try:
-        params, restore = convert(root, (), is_root=True)
-    except (_NotStrict, RecursionError):
-        return None
-    return (params, restore) if strict_schema_allowed(params) else None
+
+    def _array(
+        self, node: dict[str, Any], out: dict[str, Any], stack: tuple[str, ...]
+    ) -> Restore | None:
+        """An array: one ``items`` schema (strict mode has no tuples)."""
+        items = node.get("items")
+        if not isinstance(items, dict):
+            raise _NotStrict
+        conv, r = self.convert(items, stack)
+        out["items"] = conv
+        return _array_restore(r) if r is not same else None
 
 
 def _object_restore(restores: dict[str, Restore], drop_null: set[str]) -> Restore:
