@@ -176,6 +176,11 @@ def _plainly_the_arguments(sig: inspect.Signature) -> bool:
 def build_tool(fn: Callable[..., Any]) -> Tool:
     """Turn a ``@tool``-marked (or plain) function into a :class:`Tool`.
 
+    The parameters' declaration style picks the input schema (the module docstring's
+    three ways): :func:`_raw_schema_arguments` for ``input_schema={...}``,
+    :func:`_model_arguments` for one pydantic-model parameter, :func:`_simple_arguments`
+    for JSON-shaped hints, :func:`_pydantic_arguments` for any other hints.
+
     Raises:
         ToolDefinitionError: invalid name, missing description, or parameters that
             cannot be described by a JSON Schema.
@@ -189,104 +194,21 @@ def build_tool(fn: Callable[..., Any]) -> Tool:
     if not description or not description.strip():
         raise ToolDefinitionError(f"Tool {name!r} has no description (give it a docstring)")
 
-    sig = inspect.signature(fn)
-    if opts.get("input_schema") is not None and _plainly_the_arguments(sig):
-        # A raw-schema tool whose one parameter is the arguments dict: no type hint is
-        # needed, and evaluating them costs most of registering such a tool.
-        hints: dict[str, Any] = {}
-    else:
-        try:
-            hints = get_type_hints(fn, include_extras=True)
-        except Exception as exc:
-            raise ToolDefinitionError(f"Tool {name!r}: cannot read type hints: {exc}") from exc
-    context_param: str | None = None
-    params: list[inspect.Parameter] = []
-    for p in sig.parameters.values():
-        ann = hints.get(p.name, inspect.Parameter.empty)
-        if _is_context(ann):
-            context_param = p.name
-            continue
-        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-            raise ToolDefinitionError(f"Tool {name!r}: *args/**kwargs cannot form a schema")
-        params.append(p)
-
-    validator: Arguments
     raw_schema = opts.get("input_schema")
-    if raw_schema is not None:
-        if len(params) != 1:
-            raise ToolDefinitionError(
-                f"Tool {name!r}: with input_schema the handler takes exactly one "
-                "parameter (the arguments dict) besides the context"
-            )
-        # A root $ref into the schema's own $defs is inlined (what clients see then
-        # has the object at its root, as MCP asks); the schema means the same.
-        input_schema = object_root(raw_schema) if isinstance(raw_schema, dict) else {}
-        if input_schema.get("type") != "object":
-            raise ToolDefinitionError(f"Tool {name!r}: input_schema must have type 'object'")
-        compiled = ArgumentSchema(input_schema)
-        try:
-            compiled.check_schema()
-        except Exception as exc:  # jsonschema.SchemaError (imported lazily)
-            raise ToolDefinitionError(
-                f"Tool {name!r}: invalid input_schema: {getattr(exc, 'message', exc)}"
-            ) from exc
-        validator = Arguments(compiled, "schema", param=params[0].name)
-    elif len(params) == 1 and is_model(hints.get(params[0].name)):
-        model = hints[params[0].name]
-        input_schema = clean_schema(model.model_json_schema())
-        validator = Arguments(
-            ArgumentSchema(input_schema), "model", model=model, param=params[0].name
-        )
-    elif (fast := _simple_arguments(name, params, hints, arg_docs)) is not None:
-        input_schema, validator = fast
-    else:
-        from pydantic import ConfigDict, Field, create_model
+    sig = inspect.signature(fn)
+    hints = _type_hints(fn, name, sig, raw_schema is not None)
+    context_param, params = _split_parameters(name, sig, hints)
 
-        fields: dict[str, Any] = {}
-        converters: list[tuple[str, Converter]] = []
-        for p in params:
-            ann = hints.get(p.name, Any)
-            default = ... if p.default is inspect.Parameter.empty else p.default
-            desc = arg_docs.get(p.name)
-            if get_origin(ann) is Annotated:
-                # Annotated[T, "text"] gives a description; other metadata (Field(...),
-                # constraints) stays on the type, untouched, and pydantic merges it.
-                base, *extras = get_args(ann)
-                text = next((e for e in extras if isinstance(e, str)), None)
-                metadata = [pydantic_metadata(e) for e in extras if not isinstance(e, str)]
-                finfo = next((e for e in metadata if is_field_info(e)), None)
-                has_own = finfo is not None and finfo.description is not None
-                desc = None if has_own else (text or desc)
-                ann = Annotated[(base, *metadata)] if metadata else base
-            field_kwargs: dict[str, Any] = {"default": default}
-            if desc is not None:
-                field_kwargs["description"] = desc
-            fields[p.name] = (ann, Field(**field_kwargs))
-            try:
-                convert = converter_for(ann)
-            except Exception as exc:
-                raise ToolDefinitionError(
-                    f"Tool {name!r}: parameter {p.name!r} has no usable type: {exc}"
-                ) from exc
-            if convert is not None:
-                converters.append((p.name, convert))
-        try:
-            model = create_model(
-                f"{name}_arguments",
-                __config__=ConfigDict(extra="ignore", arbitrary_types_allowed=False),
-                **fields,
-            )
-            input_schema = clean_schema(model.model_json_schema())
-        except Exception as exc:
-            raise ToolDefinitionError(
-                f"Tool {name!r}: parameters have no JSON Schema: {exc}"
-            ) from exc
-        validator = Arguments(
-            ArgumentSchema(input_schema),
-            "hints",
-            names=tuple(p.name for p in params),
-            converters=tuple(converters),
-        )
+    arguments: tuple[dict[str, Any], Arguments] | None
+    if raw_schema is not None:
+        arguments = _raw_schema_arguments(name, raw_schema, params)
+    elif len(params) == 1 and is_model(hints.get(params[0].name)):
+        arguments = _model_arguments(params[0].name, hints[params[0].name])
+    else:
+        arguments = _simple_arguments(name, params, hints, arg_docs)
+        if arguments is None:
+            arguments = _pydantic_arguments(name, params, hints, arg_docs)
+    input_schema, validator = arguments
 
     try:
         output_schema, output_adapter = output_schema_of(hints.get("return"))
@@ -314,6 +236,143 @@ def build_tool(fn: Callable[..., Any]) -> Tool:
         prompt_snippet=opts.get("prompt_snippet"),
         prompt_guidelines=tuple(opts.get("prompt_guidelines", ())),
     )
+
+
+def _type_hints(
+    fn: Callable[..., Any], name: str, sig: inspect.Signature, raw_schema: bool
+) -> dict[str, Any]:
+    """``fn``'s evaluated type hints (``Annotated`` kept).
+
+    A raw-schema tool whose one parameter is the arguments dict needs none, and
+    evaluating them costs most of registering such a tool: ``{}`` then.
+
+    Raises:
+        ToolDefinitionError: a hint does not evaluate.
+    """
+    if raw_schema and _plainly_the_arguments(sig):
+        return {}
+    try:
+        return get_type_hints(fn, include_extras=True)
+    except Exception as exc:
+        raise ToolDefinitionError(f"Tool {name!r}: cannot read type hints: {exc}") from exc
+
+
+def _split_parameters(
+    name: str, sig: inspect.Signature, hints: dict[str, Any]
+) -> tuple[str | None, list[inspect.Parameter]]:
+    """The context parameter's name (None without one) and the parameters that form the
+    schema, in order.
+
+    Raises:
+        ToolDefinitionError: a ``*args``/``**kwargs`` parameter.
+    """
+    context_param: str | None = None
+    params: list[inspect.Parameter] = []
+    for p in sig.parameters.values():
+        ann = hints.get(p.name, inspect.Parameter.empty)
+        if _is_context(ann):
+            context_param = p.name
+            continue
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            raise ToolDefinitionError(f"Tool {name!r}: *args/**kwargs cannot form a schema")
+        params.append(p)
+    return context_param, params
+
+
+def _raw_schema_arguments(
+    name: str, raw_schema: Any, params: list[inspect.Parameter]
+) -> tuple[dict[str, Any], Arguments]:
+    """Style 3, ``input_schema={...}``: the schema as given (a root ``$ref`` into its own
+    ``$defs`` inlined, so the object is at the root as MCP asks; it means the same), the
+    one parameter receiving the arguments dict.
+
+    Raises:
+        ToolDefinitionError: not exactly one parameter, a root that is not
+            ``type: object``, or a schema its meta-schema refuses.
+    """
+    if len(params) != 1:
+        raise ToolDefinitionError(
+            f"Tool {name!r}: with input_schema the handler takes exactly one "
+            "parameter (the arguments dict) besides the context"
+        )
+    input_schema = object_root(raw_schema) if isinstance(raw_schema, dict) else {}
+    if input_schema.get("type") != "object":
+        raise ToolDefinitionError(f"Tool {name!r}: input_schema must have type 'object'")
+    compiled = ArgumentSchema(input_schema)
+    try:
+        compiled.check_schema()
+    except Exception as exc:  # jsonschema.SchemaError (imported lazily)
+        raise ToolDefinitionError(
+            f"Tool {name!r}: invalid input_schema: {getattr(exc, 'message', exc)}"
+        ) from exc
+    return input_schema, Arguments(compiled, "schema", param=params[0].name)
+
+
+def _model_arguments(param: str, model: Any) -> tuple[dict[str, Any], Arguments]:
+    """Style 2, one parameter annotated with a pydantic model: the model's schema; the
+    handler gets a model instance."""
+    input_schema = clean_schema(model.model_json_schema())
+    return input_schema, Arguments(ArgumentSchema(input_schema), "model", model=model, param=param)
+
+
+def _pydantic_arguments(
+    name: str,
+    params: list[inspect.Parameter],
+    hints: dict[str, Any],
+    arg_docs: dict[str, str],
+) -> tuple[dict[str, Any], Arguments]:
+    """Style 1 for hints that are not JSON-shaped: a pydantic model built from the
+    parameters gives the schema; each value is converted for the handler after the check.
+
+    Raises:
+        ToolDefinitionError: a parameter's type has no converter or no JSON Schema.
+    """
+    from pydantic import ConfigDict, Field, create_model
+
+    fields: dict[str, Any] = {}
+    converters: list[tuple[str, Converter]] = []
+    for p in params:
+        ann = hints.get(p.name, Any)
+        default = ... if p.default is inspect.Parameter.empty else p.default
+        desc = arg_docs.get(p.name)
+        if get_origin(ann) is Annotated:
+            # Annotated[T, "text"] gives a description; other metadata (Field(...),
+            # constraints) stays on the type, untouched, and pydantic merges it.
+            base, *extras = get_args(ann)
+            text = next((e for e in extras if isinstance(e, str)), None)
+            metadata = [pydantic_metadata(e) for e in extras if not isinstance(e, str)]
+            finfo = next((e for e in metadata if is_field_info(e)), None)
+            has_own = finfo is not None and finfo.description is not None
+            desc = None if has_own else (text or desc)
+            ann = Annotated[(base, *metadata)] if metadata else base
+        field_kwargs: dict[str, Any] = {"default": default}
+        if desc is not None:
+            field_kwargs["description"] = desc
+        fields[p.name] = (ann, Field(**field_kwargs))
+        try:
+            convert = converter_for(ann)
+        except Exception as exc:
+            raise ToolDefinitionError(
+                f"Tool {name!r}: parameter {p.name!r} has no usable type: {exc}"
+            ) from exc
+        if convert is not None:
+            converters.append((p.name, convert))
+    try:
+        model = create_model(
+            f"{name}_arguments",
+            __config__=ConfigDict(extra="ignore", arbitrary_types_allowed=False),
+            **fields,
+        )
+        input_schema = clean_schema(model.model_json_schema())
+    except Exception as exc:
+        raise ToolDefinitionError(f"Tool {name!r}: parameters have no JSON Schema: {exc}") from exc
+    validator = Arguments(
+        ArgumentSchema(input_schema),
+        "hints",
+        names=tuple(p.name for p in params),
+        converters=tuple(converters),
+    )
+    return input_schema, validator
 
 
 def _is_context(ann: Any) -> bool:
