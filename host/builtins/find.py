@@ -8,14 +8,13 @@ from typing import Annotated, Any
 import anyio
 import anyio.to_thread
 
-from ..commands import RunResult, run_in_env
 from ..context import ToolContext
 from ..hints import Param
 from ..paths import PathError, stat_beneath
 from ..results import ToolError, ToolResult
 from ..truncate import MAX_BYTES, format_size, truncate_head
 from ._common import GlobMatcher, LineSplitter, builtin_tool, display_path, find_rg
-from .grep import rg_base_args, rg_start_dir, sandbox_start_error
+from .grep import rg_base_args, run_rg, sandbox_start_error
 
 __all__ = ["find"]
 
@@ -58,7 +57,6 @@ async def find(
     splitter = LineSplitter()
     errors: list[str] = []
     limit_hit = False
-    result: RunResult | None = None
 
     def take(lines: list[str]) -> bool:
         """Match listed paths (in a worker thread); True once past the limit."""
@@ -78,20 +76,15 @@ async def find(
                     return True
         return False
 
-    with anyio.CancelScope() as scope:
-
-        async def on_output(text: str) -> None:
-            lines = splitter.feed(text)
-            if lines:
-                stop: bool = await anyio.to_thread.run_sync(take, lines)
-                if stop:
-                    scope.cancel()
-
-        with rg_start_dir(ctx.env, ctx.env.root, real, shown) as start:
-            result = await run_in_env(
-                ctx.env, [*rg_base_args(rg), "--files", "--", "."], cwd=start, on_output=on_output
-            )
-        await anyio.to_thread.run_sync(take, splitter.close())
+    result = await run_rg(
+        ctx.env,
+        [*rg_base_args(rg), "--files", "--", "."],
+        within=ctx.env.root,
+        directory=real,
+        shown=shown,
+        feed=lambda text: take(splitter.feed(text)),
+        close=lambda: take(splitter.close()),
+    )
     not_started = sandbox_start_error(errors)
     if not_started is not None:
         raise ToolError(f"find failed: the sandbox could not start ripgrep: {not_started}")

@@ -14,7 +14,8 @@ import contextlib
 import os
 import re
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -29,7 +30,14 @@ from ..results import ToolError, ToolResult
 from ..truncate import GREP_MAX_LINE_CHARS, MAX_BYTES, Truncation, format_size, truncate_line
 from ._common import GlobMatcher, LineSplitter, builtin_tool, display_path, file_kind, find_rg
 
-__all__ = ["RG_MAX_COLUMNS", "grep", "rg_base_args", "rg_start_dir", "sandbox_start_error"]
+__all__ = [
+    "RG_MAX_COLUMNS",
+    "grep",
+    "rg_base_args",
+    "rg_start_dir",
+    "run_rg",
+    "sandbox_start_error",
+]
 
 RG_MAX_COLUMNS = 4 * GREP_MAX_LINE_CHARS
 """Bytes of one line ripgrep prints (enough for :data:`GREP_MAX_LINE_CHARS`
@@ -85,6 +93,43 @@ def rg_base_args(rg: str) -> list[str]:
     """ripgrep options every built-in uses: no config file, hidden files searched,
     .gitignore honoured even outside a git repository, the .git directory skipped."""
     return [rg, "--no-config", "--hidden", "--no-require-git", "--glob=!.git", "--color=never"]
+
+
+async def run_rg(
+    env: ExecEnv,
+    argv: list[str],
+    *,
+    within: Path,
+    directory: Path,
+    shown: str,
+    feed: Callable[[str], bool],
+    close: Callable[[], object],
+) -> RunResult | None:
+    """Run ripgrep (``argv``, from :func:`rg_base_args`) in ``directory`` (entered as
+    :func:`rg_start_dir` says), the one runner of the ripgrep built-ins (grep, find).
+
+    Each piece of its output text goes to ``feed`` in a worker thread (parsing a huge
+    output never stalls the event loop); once ``feed`` returns True the search is
+    stopped and ``close`` is not called, otherwise ``close()`` runs in a worker thread
+    after ripgrep ended (the last, unterminated line).
+
+    Returns:
+        The command's result, or None when ``feed`` stopped it.
+
+    Raises:
+        ToolError: the directory cannot be entered (:func:`rg_start_dir`).
+    """
+    result: RunResult | None = None
+    with anyio.CancelScope() as scope:
+
+        async def on_output(text: str) -> None:
+            if await anyio.to_thread.run_sync(feed, text):
+                scope.cancel()
+
+        with rg_start_dir(env, within, directory, shown) as start:
+            result = await run_in_env(env, argv, cwd=start, on_output=on_output)
+        await anyio.to_thread.run_sync(close)
+    return result
 
 
 class _GrepOutput:
@@ -212,14 +257,50 @@ async def grep(
     rg = find_rg()
     if rg is None:
         raise ToolError("ripgrep (rg) is not installed; grep needs it")
-    env = ctx.env
+    where = await _grep_target(ctx.env, path, glob)
+    argv = _grep_argv(rg, where, pattern, ignore_case=ignoreCase, literal=literal, context=context)
+    out = _GrepOutput(limit, context, where.matcher)
+    result = await run_rg(
+        ctx.env,
+        argv,
+        within=where.within,
+        directory=where.search_dir,
+        shown=path,
+        feed=out.feed,
+        close=out.close,
+    )
+    failed = _grep_failed(out, result)
+    return _grep_answer(out, limit, failed, display_path(where.real, ctx.env.cwd))
+
+
+@dataclass(frozen=True)
+class _GrepTarget:
+    """What one grep searches: ``real`` (the resolved path), ``within`` (the directory
+    it must stay beneath), where ripgrep starts (``search_dir``) and the path it is
+    given there (``target``: a file's name, or "."), the glob's matcher (None: all)."""
+
+    real: Path
+    within: Path
+    search_dir: Path
+    target: str
+    matcher: GlobMatcher | None
+
+
+async def _grep_target(env: ExecEnv, path: str, glob: str | None) -> _GrepTarget:
+    """The arguments ``path`` and ``glob`` checked: an existing file or directory inside
+    the root (or a bash full-output file, read-only), a glob that parses.
+
+    Raises:
+        ToolError: a missing path, one outside the root, a FIFO/device/socket, or a
+            glob that does not parse.
+    """
 
     def resolve() -> tuple[Path, Path | None]:
         output_file = resolve_output_file(path)  # a bash full-output file, read-only
         return output_file or env.resolve(path, must_exist=True), output_file
 
     real, output_file = await anyio.to_thread.run_sync(resolve)
-    within = output_file.parent if output_file else ctx.env.root
+    within = output_file.parent if output_file else env.root
     matcher: GlobMatcher | None = None
     if glob:
         try:
@@ -234,14 +315,19 @@ async def grep(
         raise ToolError(str(exc)) from None
     except OSError as exc:
         raise ToolError(f"Cannot search {path}: {exc.strerror or type(exc).__name__}") from None
-    single_file = not stat.S_ISDIR(mode)
-    if single_file and not stat.S_ISREG(mode):
+    if stat.S_ISDIR(mode):
+        return _GrepTarget(real, within, real, ".", matcher)
+    if not stat.S_ISREG(mode):
         # ripgrep would block reading a FIFO or read a device forever.
         raise ToolError(f"{path} is a {file_kind(mode)}, not a file or directory; not searching it")
-    if single_file:
-        search_dir, target = real.parent, real.name
-    else:
-        search_dir, target = real, "."
+    return _GrepTarget(real, within, real.parent, real.name, matcher)
+
+
+def _grep_argv(
+    rg: str, where: _GrepTarget, pattern: str, *, ignore_case: bool, literal: bool, context: int
+) -> list[str]:
+    """ripgrep's command line: ``path NUL number [:-] text`` lines, each cut to
+    :data:`RG_MAX_COLUMNS` bytes."""
     argv = [
         *rg_base_args(rg),
         "--line-number",
@@ -254,25 +340,22 @@ async def grep(
     ]
     if context:
         argv.append(f"--context={context}")
-    if ignoreCase:
+    if ignore_case:
         argv.append("--ignore-case")
     if literal:
         argv.append("--fixed-strings")
     # -e takes the next argument as the pattern whatever it looks like, and "--" ends
     # the options before the path: a pattern such as "--pre=script" is only a pattern.
-    argv += ["-e", pattern, "--", target]
+    return [*argv, "-e", pattern, "--", where.target]
 
-    out = _GrepOutput(limit, context, matcher)
-    result: RunResult | None = None
-    with anyio.CancelScope() as scope:
 
-        async def on_output(text: str) -> None:
-            if await anyio.to_thread.run_sync(out.feed, text):
-                scope.cancel()
+def _grep_failed(out: _GrepOutput, result: RunResult | None) -> bool:
+    """Whether ripgrep failed (an exit code other than 0, found, and 1, nothing found),
+    once its output is parsed.
 
-        with rg_start_dir(ctx.env, within, search_dir, path) as start:
-            result = await run_in_env(ctx.env, argv, cwd=start, on_output=on_output)
-        await anyio.to_thread.run_sync(out.close)
+    Raises:
+        ToolError: the sandbox could not start ripgrep, or it failed and found nothing.
+    """
     not_started = sandbox_start_error(out.errors)
     if not_started is not None:
         raise ToolError(f"grep failed: the sandbox could not start ripgrep: {not_started}")
@@ -280,7 +363,12 @@ async def grep(
     if failed and not out.matches:
         msg = "; ".join(out.errors) or f"ripgrep exited with code {result and result.exit_code}"
         raise ToolError(f"grep failed: {msg}")
+    return failed
 
+
+def _grep_answer(out: _GrepOutput, limit: int, failed: bool, shown: str) -> ToolResult:
+    """The answer: the kept lines and a note for each limit met (matches, bytes, line
+    length), binary files and unreadable ones; ``details`` says the same for programs."""
     notes: list[str] = []
     details: dict[str, Any] = {"matches": out.matches}
     if out.binary:
@@ -293,7 +381,7 @@ async def grep(
         body = "No matches found"
         if notes:
             body += "\n\n" + "\n".join(notes)
-        details["path"] = display_path(real, ctx.env.cwd)
+        details["path"] = shown
         return ToolResult(body, details=details)
 
     kept = out.kept
@@ -329,5 +417,5 @@ async def grep(
         notes.append("[Some files could not be searched: " + "; ".join(out.errors[:5]) + "]")
     if notes:
         body += "\n\n" + "\n".join(notes)
-    details["path"] = display_path(real, ctx.env.cwd)
+    details["path"] = shown
     return ToolResult(body, details=details)
