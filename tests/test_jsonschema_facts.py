@@ -148,3 +148,16 @@ def test_log_level_reason_names_the_json_type(tmp_path: Path) -> None:
             err = h.request("logging/setLevel", {"level": level})["error"]
             assert err["code"] == -32602
             assert err["message"] == f"Invalid log level: expected a string, got {name}"
+
+
+@pytest.mark.parametrize("name", JSON_TYPE_NAMES)
+def test_host_compiled_type_checks_agree(name: str) -> None:
+    # the host's compiled checks (its inlined common-shape code and its general compiler,
+    # reached through a sibling keyword) give the shared module's answer for every value
+    plain = ArgumentSchema({"type": "object", "properties": {"x": {"type": name}}})
+    general = ArgumentSchema(
+        {"type": "object", "properties": {"x": {"type": name}}, "minProperties": 0}
+    )
+    for value in VALUES:
+        assert plain.is_valid({"x": value}) is is_type(value, name), value
+        assert general.is_valid({"x": value}) is is_type(value, name), value
