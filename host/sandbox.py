@@ -1322,10 +1322,15 @@ def resolve_sandbox(settings: SandboxSettings) -> Sandbox:
             reason = f"{err}."
             cause = "not-a-sandbox"
         else:
-            reason = f"bubblewrap ({bwrap}) cannot run here: {err}."
+            reason = f"bubblewrap ({bwrap}) cannot run here: {err.rstrip('.')}."
             cause = "cannot-run"
     advice = _advice(cause, configured)
+    from .container import examine  # in a container: the profile setting, the boundary
+
+    found = examine(cause, reason)
+    if found.missing is not None:
+        advice = f"{found.missing} {_CHOICE_ADVICE}"
     if settings.mode == "bwrap":
         raise SandboxUnavailable(f"--sandbox bwrap: {reason} {advice}")
-    sandbox.reason = f"{reason} {advice}"
+    sandbox.reason = " ".join(filter(None, [found.boundary, reason, advice]))
     return sandbox
