@@ -91,13 +91,10 @@ print(json.dumps({
 }))
 """
 
-pytestmark = [
-    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux containers"),
-    pytest.mark.skipif(
-        sys.platform.startswith("linux") and os.geteuid() != 0,
-        reason="making the container profile needs root (a mount namespace, a uid change)",
-    ),
-]
+needs_root = pytest.mark.skipif(
+    not sys.platform.startswith("linux") or os.geteuid() != 0,
+    reason="making the container profile needs Linux and root (a mount namespace, a uid change)",
+)
 
 
 def _needed_paths() -> list[str]:
@@ -183,6 +180,7 @@ def _probe(workspace: Path, runtime_default: bool) -> dict[str, Any]:
     return result
 
 
+@needs_root
 @pytest.mark.parametrize("runtime_default", [True, False], ids=["runtime-default", "masked-proc"])
 def test_the_box_is_the_profile(workspace: Path, runtime_default: bool) -> None:
     """Control: inside the box the process is uid 65534 with no groups and no
@@ -213,6 +211,7 @@ def _start(
     )
 
 
+@needs_root
 def test_bwrap_mode_refuses_and_names_the_seccomp_profile(workspace: Path) -> None:
     with _start(workspace, "bwrap", runtime_default=True, env={}) as h:
         code = h.wait(timeout=120)
@@ -224,6 +223,7 @@ def test_bwrap_mode_refuses_and_names_the_seccomp_profile(workspace: Path) -> No
     assert "kernel.unprivileged_userns_clone=1;" not in err  # not the machine's sysctl
 
 
+@needs_root
 def test_bwrap_mode_refuses_and_names_proc_mount(workspace: Path) -> None:
     with _start(workspace, "bwrap", runtime_default=False, env={}) as h:
         code = h.wait(timeout=120)
@@ -233,6 +233,7 @@ def test_bwrap_mode_refuses_and_names_proc_mount(workspace: Path) -> None:
     assert "procMount" in err and "Unmasked" in err and "hostUsers: false" in err
 
 
+@needs_root
 def test_auto_mode_says_the_pod_is_the_boundary_and_serves(workspace: Path) -> None:
     """In a pod (the kubelet's KUBERNETES_SERVICE_HOST is set), mode auto starts, says
     the pod is the boundary in its warning, its instructions and serverInfo, and a
