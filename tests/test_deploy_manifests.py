@@ -254,6 +254,17 @@ def test_a_broken_manifest_is_refused() -> None:
     del missing["spec"]["template"]["spec"]["containers"][0]["name"]
     for broken in (misspelt, wrong_type, missing):
         assert validation_errors(broken, version) != []
+    # The custom resource too: its pod template and its claims are really validated.
+    sandbox = next(d for d in render(DEPLOY / "agent-sandbox") if d["kind"] == "Sandbox")
+    assert validation_errors(sandbox, version) == []
+    bad_pod = copy.deepcopy(sandbox)
+    bad_pod["spec"]["podTemplate"]["spec"]["containers"][0]["imagePullPolicy"] = 3
+    bad_claim = copy.deepcopy(sandbox)
+    bad_claim["spec"]["volumeClaimTemplates"][0]["spec"]["accessMode"] = ["ReadWriteOnce"]
+    bad_spec = copy.deepcopy(sandbox)
+    bad_spec["spec"]["podTemplat"] = {}
+    for broken in (bad_pod, bad_claim, bad_spec):
+        assert validation_errors(broken, version) != []
     with pytest.raises(RenderError, match="matches nothing"):
         _apply_patches(
             [deployment],
