@@ -41,6 +41,7 @@ __all__ = [
     "sandbox_ro_paths",
     "store",
     "sweep_stale",
+    "temp_dir_problem",
 ]
 
 log = logging.getLogger("toolwire.outputs")
@@ -232,6 +233,25 @@ def output_file(path: str) -> Path | None:
     except OSError:
         return None
     return Path(real) if stat.S_ISREG(st.st_mode) else None
+
+
+def temp_dir_problem() -> str | None:
+    """None when the host has a temporary directory it can write (:mod:`tempfile`'s
+    choice among ``$TMPDIR``, ``/tmp``, ``/var/tmp``, ``/usr/tmp`` and the working
+    directory); otherwise why not and what to do, for the start-up error (a container
+    with a read-only root filesystem and no volume at ``/tmp`` is the usual cause)."""
+    try:
+        tempfile.gettempdir()
+    except FileNotFoundError:
+        tmpdir = os.environ.get("TMPDIR")
+        named = f"$TMPDIR ({tmpdir}), " if tmpdir else ""
+        return (
+            f"no writable temporary directory: {named}/tmp, /var/tmp, /usr/tmp and the "
+            "working directory are missing or not writable by this user. Give the host "
+            "one: in a container with a read-only root filesystem, a volume at /tmp (an "
+            "emptyDir in Kubernetes, --tmpfs /tmp for docker run)."
+        )
+    return None
 
 
 def sweep_stale(tmp: str | None = None) -> int:

@@ -89,11 +89,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         format="toolwire[%(process)d] %(levelname)s %(name)s: %(message)s",
     )
     set_subreaper()
-    outputs.sweep_stale()  # bash full-output files of this user's hosts that were killed
     code = EXIT_OK
     probe: concurrent.futures.Future[Sandbox] = concurrent.futures.Future()
     probe_started = False
     try:
+        if (no_tmp := outputs.temp_dir_problem()) is not None:
+            raise StartupError(f"toolwire serve: {no_tmp}")
+        outputs.sweep_stale()  # bash full-output files of this user's hosts that were killed
         if not config.root.is_dir():
             raise StartupError(f"toolwire serve: --root {config.root} is not a directory")
         check_tool_specs(config.tools)

@@ -115,12 +115,16 @@ def _blocked_ancestor(path: str) -> str | None:
     return None
 
 
-def container_prefix(workspace: Path, *, runtime_default: bool, env: dict[str, str]) -> list[str]:
-    """The command line that runs its arguments inside the profile (module docstring)."""
+def container_prefix(
+    workspace: Path, *, runtime_default: bool, env: dict[str, str], tmp_volume: bool = True
+) -> list[str]:
+    """The command line that runs its arguments inside the profile (module docstring).
+    ``tmp_volume=False``: /tmp is root's and read-only to the user, as in a pod with a
+    read-only root filesystem and no volume at /tmp."""
     bwrap = find_bwrap()
     assert bwrap is not None, "no bubblewrap to build the container with"
     argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-    argv += ["--perms", "1777", "--tmpfs", "/tmp"]
+    argv += ["--perms", "1777" if tmp_volume else "0755", "--tmpfs", "/tmp"]
     groups: dict[str, list[str]] = {}
     for path in _needed_paths():
         blocked = _blocked_ancestor(path)
@@ -200,9 +204,16 @@ def test_the_box_is_the_profile(workspace: Path, runtime_default: bool) -> None:
 
 
 def _start(
-    workspace: Path, mode: str, *, runtime_default: bool, env: dict[str, str]
+    workspace: Path,
+    mode: str,
+    *,
+    runtime_default: bool,
+    env: dict[str, str],
+    tmp_volume: bool = True,
 ) -> HostProcess:
-    prefix = container_prefix(workspace, runtime_default=runtime_default, env=env)
+    prefix = container_prefix(
+        workspace, runtime_default=runtime_default, env=env, tmp_volume=tmp_volume
+    )
     return HostProcess(
         ["--sandbox", mode, "--root", WORKSPACE],
         command=HOST,
@@ -258,6 +269,18 @@ def test_auto_mode_says_the_pod_is_the_boundary_and_serves(workspace: Path) -> N
         assert "CapEff:\\t0000000000000000" in text, text
         assert "Inside this pod the pod is the boundary" in h.stderr
     assert (workspace / "from-tool").exists()
+
+
+@needs_root
+def test_no_writable_tmp_is_a_start_up_error_that_names_the_volume(workspace: Path) -> None:
+    """A read-only root filesystem with no volume at /tmp: the host stops at start-up
+    with one line saying so (exit 2), not with a traceback from the tempfile module."""
+    with _start(workspace, "auto", runtime_default=True, env={}, tmp_volume=False) as h:
+        code = h.wait(timeout=120)
+        err = h.stderr
+    assert code == 2, err
+    assert "toolwire serve: no writable temporary directory" in err, err
+    assert "emptyDir" in err and "Traceback" not in err, err
 
 
 # ------------------------------------------------------------------ the rules alone
