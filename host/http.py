@@ -73,6 +73,7 @@ from .approval import ApprovalPolicy
 from .connection import _load_modules, build_registry, describe, start_workers
 from .context import ExecEnv
 from .executor import Executor
+from .http_direct import answer_direct, direct_session, goes_direct
 from .httpauth import (
     Authenticator,
     AuthFailure,
@@ -126,6 +127,12 @@ _MODERN_STATUS = {
 }
 """HTTP status of a 2026-07-28 JSON-RPC error answered as JSON (MCP 2026-07-28
 "transports/streamable-http"; codes not named there: 200)."""
+
+
+def _modern_status(code: int) -> int:
+    """The HTTP status of a 2026-07-28 JSON-RPC error answered as JSON."""
+    return _MODERN_STATUS.get(code, 200)
+
 
 _SSE_HEADERS = [
     (b"content-type", b"text/event-stream"),
@@ -432,6 +439,7 @@ class HttpHost:
         self.startup_error: BaseException | None = None
         self.sessions: dict[str, _LegacySession] = {}
         self._primary: HostServer | None = None
+        self._direct: Session | None = None
         self._tg: TaskGroup | None = None
         self._env: ExecEnv | None = None
         self._executor: Executor | None = None
@@ -465,6 +473,7 @@ class HttpHost:
         self._instructions = describe(config, env, inputs)
         self._primary = self._new_server()
         self._primary.modern.signer = PrincipalSigner()  # rounds bound to their principal
+        self._direct = direct_session()
         activate(inputs)
         try:
             async with anyio.create_task_group() as tg:
@@ -841,6 +850,12 @@ class HttpHost:
                 406, INVALID_REQUEST, "Not Acceptable: subscriptions/listen answers as SSE", id=rid
             )
         assert self._primary is not None
+        if self._direct is not None and goes_direct(method, params, envelope):
+            handler = self._primary.modern.route(method, params)
+            if handler is not None and await answer_direct(
+                self._direct, handler, rid, method, params, receive, send, _modern_status
+            ):
+                return
         exchange = _Exchange(rid)
         inbox = MemoryReceiveStream()
 
@@ -1028,7 +1043,7 @@ class HttpHost:
                         msg = _json.loads(raw)
                         error = msg.get("error") if type(msg) is dict else None
                         if type(error) is dict and type(error.get("code")) is int:
-                            status = _MODERN_STATUS.get(error["code"], 200)
+                            status = _modern_status(error["code"])
                     await send(
                         {
                             "type": "http.response.start",

@@ -105,14 +105,22 @@ def _raw_post(h: HttpHost, body: bytes, headers: dict[str, str]) -> socket.socke
     return s
 
 
-def _hang_call(id: Any, side: Path) -> dict[str, Any]:
-    return {"name": "hang", "arguments": {"side": str(side)}, "_meta": {"progressToken": "t"}}
+def _hang_call(id: Any, side: Path, token: bool = True) -> dict[str, Any]:
+    params: dict[str, Any] = {"name": "hang", "arguments": {"side": str(side)}}
+    if token:
+        params["_meta"] = {"progressToken": "t"}
+    return params
 
 
-def test_modern_client_gone_mid_call_is_cancellation(host: HttpHost, tmp_path: Path) -> None:
+@pytest.mark.parametrize("token", [True, False], ids=["streamable", "direct"])
+def test_modern_client_gone_mid_call_is_cancellation(
+    host: HttpHost, tmp_path: Path, token: bool
+) -> None:
+    """MCP 2026-07-28: closing the response cancels the call, whether the request could
+    stream (a progress token: served on a session) or not (served directly)."""
     import json
 
-    body, headers = modern_request(1, "tools/call", _hang_call(1, tmp_path))
+    body, headers = modern_request(1, "tools/call", _hang_call(1, tmp_path, token))
     s = _raw_post(host, json.dumps(body).encode(), headers)
     wait_until(lambda: (tmp_path / "hang.started").exists(), 60.0)
     s.close()
