@@ -9,20 +9,21 @@ transport rules here; HTTP parsing is the ASGI server's.
 How requests are served (protocol.md §12 has the statuses and examples):
 
 * **2026-07-28** (a ``MCP-Protocol-Version`` header outside the 2025 set, or a modern
-  ``_meta`` claim): per request, statelessly. Each POST gets a
-  :class:`~toolwire.session.Session` of its own over in-memory streams, routed to the
-  host's 2026-07-28 handlers (:mod:`toolwire.host.modern`), so nothing — ids, progress
-  tokens, log levels — is shared with another request. The headers ``MCP-Protocol-Version``,
-  ``Mcp-Method`` and ``Mcp-Name`` must match the body (400 + -32020). Closing the response
-  is the cancellation.
-* **2025-11-25** (``initialize``, then ``Mcp-Session-Id``): one
-  :class:`~toolwire.host.server.HostServer` and one Session per HTTP session, exactly
-  like one stdio connection; each POSTed request is answered on its own response (JSON,
-  or SSE once it sends progress, logs or a server→client request); GET opens the
-  session's stream for messages not tied to a request; DELETE ends the session; idle
-  sessions expire. A disconnect is not a cancellation (``notifications/cancelled`` is).
-  Responses are bound to the HTTP exchange that carried the request, never to its id
-  alone: two concurrent requests with one id in one session get 409.
+  ``_meta`` claim): per request, statelessly, routed to the host's 2026-07-28 handlers
+  (:mod:`toolwire.host.modern`), so nothing — ids, progress tokens, log levels — is
+  shared with another request. The headers ``MCP-Protocol-Version``, ``Mcp-Method`` and
+  ``Mcp-Name`` must match the body (400 + -32020). Closing the response is the
+  cancellation. A request that can produce nothing but its answer (no progress token,
+  no log level, not ``subscriptions/listen``) is served directly in its own task
+  (:mod:`toolwire.host.http_direct`); the others get a
+  :class:`~toolwire.session.Session` of their own over in-memory streams, answered as
+  JSON or SSE.
+* **2025-11-25** (``initialize``, then ``Mcp-Session-Id``): one host server and one
+  Session per HTTP session, exactly like one stdio connection; GET opens the session's
+  stream, DELETE ends it, idle sessions expire (:mod:`toolwire.host.http_legacy`).
+
+The plumbing both share (headers, refusals, Host/Origin checks, JSON and SSE answers) is
+:mod:`toolwire.host.http_wire`.
 
 Security (SECURITY.md): ``Host`` and ``Origin`` are checked against allowlists on every
 request (421 / 403); a static bearer token is compared in constant time (401 with
@@ -31,41 +32,19 @@ request (421 / 403); a static bearer token is compared in constant time (401 wit
 
 from __future__ import annotations
 
-import base64
-import binascii
 import contextlib
-import hmac
 import logging
-import math
-import secrets
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
-from anyio.abc import ByteSendStream, TaskGroup
+from anyio.abc import TaskGroup
 
 from toolwire import _json
-from toolwire.errors import (
-    INTERNAL_ERROR,
-    INVALID_PARAMS,
-    INVALID_REQUEST,
-    METHOD_NOT_FOUND,
-    PARSE_ERROR,
-    REQUEST_CANCELLED,
-    JsonRpcError,
-)
+from toolwire.errors import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR, JsonRpcError
 from toolwire.extensions import CALL_BATCH
 from toolwire.messages import error_response, is_valid_id
-from toolwire.modern import (
-    DISCOVER,
-    LISTEN,
-    MISSING_CLIENT_CAPABILITY,
-    NAMED_BY_HEADER,
-    UNSUPPORTED_PROTOCOL_VERSION,
-    is_modern_request,
-    parse_envelope,
-)
+from toolwire.modern import DISCOVER, LISTEN, NAMED_BY_HEADER, is_modern_request, parse_envelope
 from toolwire.session import Session
 from toolwire.streams import MemoryReceiveStream
 
@@ -74,6 +53,25 @@ from .connection import _load_modules, build_registry, describe, start_workers
 from .context import ExecEnv
 from .executor import Executor
 from .http_direct import answer_direct, direct_session, goes_direct
+from .http_legacy import _LegacyLeg, _LegacySession
+from .http_wire import (
+    HEADER_MISMATCH,
+    LEGACY_PROTOCOL_VERSIONS,
+    Receive,
+    Scope,
+    Send,
+    _answer,
+    _decode_header_value,
+    _Exchange,
+    _Headers,
+    _host_allowed,
+    _media_types,
+    _modern_status,
+    _origin_allowed,
+    _Outbox,
+    _Refusal,
+    _send_json,
+)
 from .httpauth import (
     Authenticator,
     AuthFailure,
@@ -100,304 +98,11 @@ __all__ = [
 
 log = logging.getLogger("toolwire.host.http")
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-
-HEADER_MISMATCH = -32020
-"""MCP 2026-07-28 ``HeaderMismatchError``: a routing header is missing, duplicated,
-malformed or contradicts the body (HTTP 400)."""
-
-LEGACY_PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
-"""``MCP-Protocol-Version`` values served by the session (2025-11-25) leg."""
-
-KEEPALIVE_SECONDS = 15.0
-"""Seconds of silence on an SSE stream after which a comment line is sent, so proxies
-and clients do not time the stream out (mcp-http.md §7)."""
-
-_MODERN_STATUS = {
-    PARSE_ERROR: 400,
-    INVALID_REQUEST: 400,
-    INVALID_PARAMS: 400,
-    METHOD_NOT_FOUND: 404,
-    HEADER_MISMATCH: 400,
-    MISSING_CLIENT_CAPABILITY: 400,
-    UNSUPPORTED_PROTOCOL_VERSION: 400,
-}
-"""HTTP status of a 2026-07-28 JSON-RPC error answered as JSON (MCP 2026-07-28
-"transports/streamable-http"; codes not named there: 200)."""
-
-
-def _modern_status(code: int) -> int:
-    """The HTTP status of a 2026-07-28 JSON-RPC error answered as JSON."""
-    return _MODERN_STATUS.get(code, 200)
-
-
-_SSE_HEADERS = [
-    (b"content-type", b"text/event-stream"),
-    (b"cache-control", b"no-cache, no-transform"),
-    (b"x-accel-buffering", b"no"),
-]
-
-
-# --------------------------------------------------------------------------- streams
-
-
-class _Outbox(ByteSendStream):
-    """The bytes a Session writes, cut into messages and handed to ``deliver`` at once
-    (``try_send``: the session never waits for its writer task)."""
-
-    def __init__(self, deliver: Callable[[bytes], None]) -> None:
-        self._deliver = deliver
-        self._buf = b""
-
-    def try_send(self, data: bytes) -> int:
-        self._feed(bytes(data))
-        return len(data)
-
-    async def send(self, item: bytes) -> None:
-        self._feed(bytes(item))
-
-    def _feed(self, data: bytes) -> None:
-        buf = self._buf + data if self._buf else data
-        start = 0
-        while (end := buf.find(b"\n", start)) != -1:
-            if end > start:
-                self._deliver(buf[start:end])
-            start = end + 1
-        self._buf = buf[start:]
-
-    async def aclose(self) -> None:
-        pass
-
-
-class _Exchange:
-    """Messages owed to one HTTP response: the server's messages about one request,
-    then its response (``final``), or a 2025 session's standalone GET stream."""
-
-    def __init__(self, request_id: Any = None) -> None:
-        self.request_id = request_id
-        self._tx, self._rx = anyio.create_memory_object_stream[tuple[bytes, bool]](math.inf)
-        self.done = False
-        self.cancelled = False
-
-    def deliver(self, raw: bytes, final: bool = False) -> None:
-        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
-            self._tx.send_nowait((raw, final))
-        if final:
-            self.done = True
-            self._tx.close()
-
-    def close(self) -> None:
-        self.done = True
-        self._tx.close()
-
-    async def next(self) -> tuple[bytes, bool] | None:
-        """The next message and whether it is the response; None once closed."""
-        try:
-            return await self._rx.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError):
-            return None
-
-
-# --------------------------------------------------------------------------- requests
-
-
-class _Headers:
-    """An ASGI request's headers: lower-case names → values (latin-1), all of them."""
-
-    def __init__(self, scope: Scope) -> None:
-        self.values: dict[str, list[str]] = {}
-        for name, value in scope.get("headers", []):
-            self.values.setdefault(name.decode("latin-1").lower(), []).append(
-                value.decode("latin-1")
-            )
-
-    def get(self, name: str) -> str | None:
-        values = self.values.get(name)
-        return values[0].strip() if values else None
-
-    def count(self, name: str) -> int:
-        return len(self.values.get(name, ()))
-
-
-class _Refusal(Exception):
-    """An HTTP error answer: status, JSON-RPC error (id echoed when known), headers."""
-
-    def __init__(
-        self,
-        status: int,
-        code: int,
-        message: str,
-        *,
-        id: Any = None,
-        headers: list[tuple[bytes, bytes]] | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.status = status
-        self.error = JsonRpcError(code, message)
-        self.id = id
-        self.headers = headers or []
-
-
-async def _send_json(
-    send: Send, status: int, body: Any, headers: list[tuple[bytes, bytes]] | None = None
-) -> None:
-    payload = b"" if body is None else _json.dumps(body)
-    out = [(b"content-length", str(len(payload)).encode())]
-    if body is not None:
-        out.append((b"content-type", b"application/json"))
-    await send({"type": "http.response.start", "status": status, "headers": out + (headers or [])})
-    await send({"type": "http.response.body", "body": payload})
-
-
-def _media_types(value: str | None) -> set[str]:
-    if value is None:
-        return set()
-    return {part.split(";", 1)[0].strip().lower() for part in value.split(",") if part.strip()}
-
-
-def _decode_header_value(value: str) -> str:
-    """An ``Mcp-Name`` value, its base64 sentinel ``=?base64?…?=`` decoded (MCP
-    2026-07-28 "transports/streamable-http", header value encoding).
-
-    Raises:
-        ValueError: a sentinel whose content is not canonical base64 of UTF-8.
-    """
-    if value.startswith("=?base64?") and value.endswith("?=") and len(value) >= 11:
-        inner = value[9:-2]
-        try:
-            raw = base64.b64decode(inner, validate=True)
-        except (binascii.Error, ValueError):
-            raise ValueError("invalid base64 sentinel") from None
-        if base64.b64encode(raw).decode("ascii") != inner:
-            raise ValueError("non-canonical base64 sentinel")
-        return raw.decode("utf-8")
-    return value
-
-
-def _host_allowed(host: str | None, allowed: list[str]) -> bool:
-    if not host:
-        return False
-    host = host.lower()
-    name, port = _split_host(host)
-    for entry in allowed:
-        e_name, e_port = _split_host(entry.lower())
-        if e_name == name and (e_port is None or e_port == port):
-            return True
-    return False
-
-
-def _split_host(value: str) -> tuple[str, str | None]:
-    if value.startswith("["):
-        end = value.find("]")
-        if end == -1:
-            return value, None
-        rest = value[end + 1 :]
-        return value[: end + 1], rest[1:] if rest.startswith(":") else None
-    name, sep, port = value.rpartition(":")
-    if not sep or ":" in name:
-        return value, None
-    return name, port
-
-
-def _origin_allowed(origin: str, allowed: list[str]) -> bool:
-    origin = origin.lower()
-    scheme, sep, rest = origin.partition("://")
-    if not sep or scheme not in ("http", "https") or "/" in rest:
-        return False
-    for entry in allowed:
-        e_scheme, e_sep, e_rest = entry.lower().rstrip("/").partition("://")
-        if e_sep and e_scheme == scheme and _host_allowed(rest, [e_rest]):
-            return True
-    return False
-
-
-# --------------------------------------------------------------------------- sessions
-
-
-class _LegacySession:
-    """One 2025-11-25 HTTP session: a host server on a session, its open exchanges."""
-
-    def __init__(self, sid: str, principal: str, server: HostServer, max_size: int) -> None:
-        self.id = sid
-        self.principal = principal
-        self.server = server
-        self.inbox = MemoryReceiveStream()
-        self.session = Session(
-            self.inbox,
-            _Outbox(self._route),
-            framing="ndjson",
-            max_message_size=max_size,
-            name=f"http-session-{sid[:8]}",
-        )
-        server.attach(self.session)
-        self.exchanges: dict[Any, _Exchange] = {}
-        self.tokens: dict[Any, _Exchange] = {}
-        self.stream: _Exchange | None = None
-        self.last_used = time.monotonic()
-        self.ended = anyio.Event()
-
-    def _route(self, raw: bytes) -> None:
-        """Send one message of the session to the HTTP response it belongs to."""
-        try:
-            obj = _json.loads(raw)
-        except ValueError:  # pragma: no cover - the session writes JSON
-            return
-        if type(obj) is not dict:
-            return
-        if "method" not in obj:  # a response: to the exchange of its request
-            exchange = self.exchanges.pop(obj.get("id"), None)
-            if exchange is not None:
-                self._forget_tokens(exchange)
-                exchange.deliver(raw, final=True)
-            return
-        params = obj.get("params")
-        if "id" not in obj and type(params) is dict and "progressToken" in params:
-            token = params["progressToken"]
-            exchange = self.tokens.get(token) if is_valid_id(token) else None
-            if exchange is not None:
-                exchange.deliver(raw)
-                return
-        # Logs, list changes and server→client requests: to the one request in flight,
-        # else to the session's GET stream, else to the oldest request in flight.
-        target: _Exchange | None = None
-        if len(self.exchanges) == 1:
-            target = next(iter(self.exchanges.values()))
-        elif self.stream is not None:
-            target = self.stream
-        elif self.exchanges:
-            target = next(iter(self.exchanges.values()))
-        if target is not None:
-            target.deliver(raw)
-        else:
-            log.debug("%s: no stream for %s; dropped", self.session.name, obj.get("method"))
-
-    def _forget_tokens(self, exchange: _Exchange) -> None:
-        for token in [t for t, e in self.tokens.items() if e is exchange]:
-            del self.tokens[token]
-
-    @property
-    def idle(self) -> bool:
-        return not self.exchanges and self.stream is None
-
-    def end(self) -> None:
-        """End the session: its calls are cancelled, its streams closed."""
-        self.session.close()
-        self.inbox.end()
-        for exchange in list(self.exchanges.values()):
-            exchange.close()
-        self.exchanges.clear()
-        self.tokens.clear()
-        if self.stream is not None:
-            self.stream.close()
-
 
 # --------------------------------------------------------------------------- the app
 
 
-class HttpHost:
+class HttpHost(_LegacyLeg):
     """The ASGI application serving the host over Streamable HTTP (see the module).
 
     Args:
@@ -669,27 +374,6 @@ class HttpHost:
                 headers=[(b"www-authenticate", exc.challenge.encode("latin-1"))],
             ) from None
 
-    def _session(
-        self, headers: _Headers, principal: Principal, *, required_for: str
-    ) -> _LegacySession:
-        sid = headers.get("mcp-session-id")
-        if sid is None:
-            if required_for in ("GET", "DELETE"):
-                raise _Refusal(
-                    405,
-                    INVALID_REQUEST,
-                    f"{required_for} needs an Mcp-Session-Id (MCP 2025-11-25)",
-                    headers=[(b"allow", b"POST")],
-                )
-            raise _Refusal(400, INVALID_REQUEST, "Bad Request: Missing session ID")
-        session = self.sessions.get(sid)
-        # A session is its creator's: another principal gets the answer of an
-        # unknown id (MCP 2025-11-25 security best practices, session hijacking).
-        if session is None or not hmac.compare_digest(session.principal, principal.name):
-            raise _Refusal(404, INVALID_REQUEST, "Session not found")
-        session.last_used = time.monotonic()
-        return session
-
     # ------------------------------------------------------------------ POST
 
     async def _read_body(self, headers: _Headers, receive: Receive) -> bytes | None:
@@ -881,255 +565,11 @@ class HttpHost:
             try:
                 # A disconnect is the cancellation (MCP 2026-07-28): the session closes,
                 # which interrupts the call, and nothing more is sent.
-                await self._answer(exchange, receive, send, sse, modern=True)
+                await _answer(exchange, receive, send, sse, modern=True)
             finally:
                 exchange.close()
                 session.close()
                 inbox.end()
-
-    # ------------------------------------------------------------------ 2025-11-25
-
-    async def _initialize(
-        self,
-        obj: dict[str, Any],
-        body: bytes,
-        principal: Principal,
-        receive: Receive,
-        send: Send,
-        sse: bool,
-    ) -> None:
-        if not is_valid_id(obj.get("id")):
-            raise _Refusal(400, INVALID_REQUEST, "Invalid Request: initialize needs an id")
-        if len(self.sessions) >= self.settings.max_sessions:
-            raise _Refusal(503, INTERNAL_ERROR, "Too many sessions open", id=obj.get("id"))
-        assert self._tg is not None
-        sid = secrets.token_urlsafe(24)
-        session = _LegacySession(
-            sid, principal.name, self._new_server(), self.config.max_message_size
-        )
-        self.sessions[sid] = session
-
-        async def run() -> None:
-            try:
-                await session.session.serve()
-            finally:
-                self._end_session(session)
-
-        self._tg.start_soon(run)
-        log.info("session %s… opened", sid[:8])
-        await self._post_legacy(
-            session, obj, body, receive, send, sse, headers=[(b"mcp-session-id", sid.encode())]
-        )
-
-    async def _post_legacy(
-        self,
-        session: _LegacySession,
-        obj: dict[str, Any],
-        body: bytes,
-        receive: Receive,
-        send: Send,
-        sse: bool,
-        headers: list[tuple[bytes, bytes]] | None = None,
-    ) -> None:
-        method = obj.get("method")
-        if "id" not in obj or method is None:
-            # A notification, or the answer to a server→client request.
-            session.inbox.put(body + b"\n")
-            if method == "notifications/cancelled":
-                # Nothing more is sent for a cancelled request, not even a response (MCP
-                # 2025-11-25, cancellation: receivers SHOULD NOT respond): its open SSE
-                # response just ends (see _answer).
-                params = obj.get("params")
-                rid = params.get("requestId") if type(params) is dict else None
-                exchange = session.exchanges.pop(rid, None) if is_valid_id(rid) else None
-                if exchange is not None:
-                    session._forget_tokens(exchange)
-                    exchange.cancelled = True
-                    exchange.close()
-            await _send_json(send, 202, None)
-            return
-        rid = obj.get("id")
-        if not is_valid_id(rid):
-            raise _Refusal(400, INVALID_REQUEST, "Invalid Request: id must be a string or integer")
-        if rid in session.exchanges:
-            raise _Refusal(
-                409,
-                INVALID_REQUEST,
-                f"Request id {rid!r} is already in use in this session",
-                id=rid,
-            )
-        exchange = _Exchange(rid)
-        session.exchanges[rid] = exchange
-        params = obj.get("params")
-        meta = params.get("_meta") if type(params) is dict else None
-        if type(meta) is dict and is_valid_id(meta.get("progressToken")):
-            session.tokens[meta["progressToken"]] = exchange
-        session.inbox.put(body + b"\n")
-        try:
-            # A disconnect is not a cancellation here (MCP 2025-11-25): the call goes
-            # on; its answer has nowhere to go and is dropped.
-            await self._answer(exchange, receive, send, sse, modern=False, headers=headers)
-        finally:
-            session.last_used = time.monotonic()
-
-    async def _get(
-        self, session: _LegacySession, headers: _Headers, receive: Receive, send: Send
-    ) -> None:
-        if not _media_types(headers.get("accept")) & {"text/event-stream", "text/*", "*/*"}:
-            raise _Refusal(406, INVALID_REQUEST, "Not Acceptable: GET streams text/event-stream")
-        if session.stream is not None:
-            raise _Refusal(409, INVALID_REQUEST, "This session's stream is already open")
-        stream = session.stream = _Exchange()
-        try:
-            await self._answer(stream, receive, send, True, modern=False, standalone=True)
-        finally:
-            if session.stream is stream:
-                session.stream = None
-            session.last_used = time.monotonic()
-
-    def _end_session(self, session: _LegacySession) -> None:
-        if self.sessions.get(session.id) is session:
-            del self.sessions[session.id]
-            log.info("session %s… ended", session.id[:8])
-        session.end()
-        registry = self._registry
-        if registry is not None:
-            registry.off_change(session.server._tools_changed)
-            registry.off_change(session.server.modern._tools_changed)
-
-    async def _expire_sessions(self) -> None:
-        timeout = self.settings.session_idle_timeout
-        while True:
-            await anyio.sleep(min(60.0, timeout / 4))
-            now = time.monotonic()
-            for session in list(self.sessions.values()):
-                if session.idle and now - session.last_used > timeout:
-                    log.info("session %s… expired", session.id[:8])
-                    self._end_session(session)
-
-    # ------------------------------------------------------------------ responses
-
-    async def _answer(
-        self,
-        exchange: _Exchange,
-        receive: Receive,
-        send: Send,
-        sse: bool,
-        *,
-        modern: bool,
-        headers: list[tuple[bytes, bytes]] | None = None,
-        standalone: bool = False,
-    ) -> None:
-        """Answer an exchange: JSON when its response comes first, else an SSE stream
-        of its messages ending with the response (or, ``standalone``, open until the
-        client leaves or the session ends)."""
-        extra = headers or []
-        gone = anyio.Event()
-
-        async def watch() -> None:
-            while (await receive())["type"] != "http.disconnect":
-                pass
-            gone.set()
-            exchange.close()
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(watch)
-            try:
-                first = None if standalone else await exchange.next()
-                if first is not None and first[1]:
-                    raw = first[0]
-                    status = 200
-                    if modern:
-                        msg = _json.loads(raw)
-                        error = msg.get("error") if type(msg) is dict else None
-                        if type(error) is dict and type(error.get("code")) is int:
-                            status = _modern_status(error["code"])
-                    await send(
-                        {
-                            "type": "http.response.start",
-                            "status": status,
-                            "headers": [
-                                (b"content-type", b"application/json"),
-                                (b"content-length", str(len(raw)).encode()),
-                                *extra,
-                            ],
-                        }
-                    )
-                    await send({"type": "http.response.body", "body": raw})
-                    return
-                if gone.is_set():
-                    return
-                if first is None and exchange.cancelled:
-                    # Cancelled before anything was sent: an empty SSE stream, which ends
-                    # the POST without a response; a client that takes JSON only needs a
-                    # body, so it gets -32800.
-                    if sse:
-                        await send(
-                            {
-                                "type": "http.response.start",
-                                "status": 200,
-                                "headers": _SSE_HEADERS + extra,
-                            }
-                        )
-                        await send({"type": "http.response.body", "body": b""})
-                    else:
-                        cancelled = error_response(
-                            exchange.request_id,
-                            JsonRpcError(REQUEST_CANCELLED, "Request cancelled"),
-                        )
-                        await _send_json(send, 200, cancelled, extra)
-                    return
-                if first is None and not standalone:
-                    # The session ended before answering (DELETE, shutdown).
-                    await _send_json(
-                        send,
-                        503 if not modern else 500,
-                        error_response(
-                            exchange.request_id,
-                            JsonRpcError(INTERNAL_ERROR, "The request ended without an answer"),
-                        ),
-                        extra,
-                    )
-                    return
-                if not sse:
-                    # The client takes JSON only: what is not the response is dropped.
-                    while first is not None and not first[1]:
-                        first = await exchange.next()
-                    if first is not None:
-                        await send(
-                            {
-                                "type": "http.response.start",
-                                "status": 200,
-                                "headers": [(b"content-type", b"application/json"), *extra],
-                            }
-                        )
-                        await send({"type": "http.response.body", "body": first[0]})
-                    return
-                await send(
-                    {"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS + extra}
-                )
-                item = first
-                while True:
-                    if item is not None:
-                        event = b"event: message\ndata: " + item[0] + b"\n\n"
-                        await send({"type": "http.response.body", "body": event, "more_body": True})
-                        if item[1]:
-                            break
-                    item = None
-                    with anyio.move_on_after(KEEPALIVE_SECONDS):
-                        item = await exchange.next()
-                        if item is None:
-                            break
-                    if item is None:
-                        await send(
-                            {"type": "http.response.body", "body": b": ping\n\n", "more_body": True}
-                        )
-                if not gone.is_set():
-                    await send({"type": "http.response.body", "body": b""})
-            except OSError:
-                pass  # the client went away while we wrote
-            finally:
-                tg.cancel_scope.cancel()
 
 
 def create_app(

@@ -1,0 +1,284 @@
+"""The 2025-11-25 leg of :mod:`toolwire.host.http`: ``initialize``, ``Mcp-Session-Id``
+sessions with expiry, the session's GET stream, DELETE (MCP 2025-11-25
+"transports/streamable-http").
+
+One :class:`~toolwire.host.server.HostServer` and one :class:`~toolwire.session.Session`
+per HTTP session, exactly like one stdio connection; each POSTed request is answered on
+its own response (JSON, or SSE once it sends progress, logs or a server→client request).
+A disconnect is not a cancellation (``notifications/cancelled`` is). Responses are bound
+to the HTTP exchange that carried the request, never to its id alone: two concurrent
+requests with one id in one session get 409.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import secrets
+import time
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+
+from toolwire import _json
+from toolwire.errors import INTERNAL_ERROR, INVALID_REQUEST
+from toolwire.messages import is_valid_id
+from toolwire.session import Session
+from toolwire.streams import MemoryReceiveStream
+
+from .http_wire import (
+    Receive,
+    Send,
+    _answer,
+    _Exchange,
+    _Headers,
+    _media_types,
+    _Outbox,
+    _Refusal,
+    _send_json,
+)
+from .httpauth import Principal
+from .httpconfig import HttpSettings
+from .options import HostConfig
+from .registry import Registry
+from .server import HostServer
+
+__all__: list[str] = []
+
+log = logging.getLogger("toolwire.host.http")
+
+# --------------------------------------------------------------------------- sessions
+
+
+class _LegacySession:
+    """One 2025-11-25 HTTP session: a host server on a session, its open exchanges."""
+
+    def __init__(self, sid: str, principal: str, server: HostServer, max_size: int) -> None:
+        self.id = sid
+        self.principal = principal
+        self.server = server
+        self.inbox = MemoryReceiveStream()
+        self.session = Session(
+            self.inbox,
+            _Outbox(self._route),
+            framing="ndjson",
+            max_message_size=max_size,
+            name=f"http-session-{sid[:8]}",
+        )
+        server.attach(self.session)
+        self.exchanges: dict[Any, _Exchange] = {}
+        self.tokens: dict[Any, _Exchange] = {}
+        self.stream: _Exchange | None = None
+        self.last_used = time.monotonic()
+        self.ended = anyio.Event()
+
+    def _route(self, raw: bytes) -> None:
+        """Send one message of the session to the HTTP response it belongs to."""
+        try:
+            obj = _json.loads(raw)
+        except ValueError:  # pragma: no cover - the session writes JSON
+            return
+        if type(obj) is not dict:
+            return
+        if "method" not in obj:  # a response: to the exchange of its request
+            exchange = self.exchanges.pop(obj.get("id"), None)
+            if exchange is not None:
+                self._forget_tokens(exchange)
+                exchange.deliver(raw, final=True)
+            return
+        params = obj.get("params")
+        if "id" not in obj and type(params) is dict and "progressToken" in params:
+            token = params["progressToken"]
+            exchange = self.tokens.get(token) if is_valid_id(token) else None
+            if exchange is not None:
+                exchange.deliver(raw)
+                return
+        # Logs, list changes and server→client requests: to the one request in flight,
+        # else to the session's GET stream, else to the oldest request in flight.
+        target: _Exchange | None = None
+        if len(self.exchanges) == 1:
+            target = next(iter(self.exchanges.values()))
+        elif self.stream is not None:
+            target = self.stream
+        elif self.exchanges:
+            target = next(iter(self.exchanges.values()))
+        if target is not None:
+            target.deliver(raw)
+        else:
+            log.debug("%s: no stream for %s; dropped", self.session.name, obj.get("method"))
+
+    def _forget_tokens(self, exchange: _Exchange) -> None:
+        for token in [t for t, e in self.tokens.items() if e is exchange]:
+            del self.tokens[token]
+
+    @property
+    def idle(self) -> bool:
+        return not self.exchanges and self.stream is None
+
+    def end(self) -> None:
+        """End the session: its calls are cancelled, its streams closed."""
+        self.session.close()
+        self.inbox.end()
+        for exchange in list(self.exchanges.values()):
+            exchange.close()
+        self.exchanges.clear()
+        self.tokens.clear()
+        if self.stream is not None:
+            self.stream.close()
+
+
+class _LegacyLeg:
+    """The 2025-11-25 methods of :class:`~toolwire.host.http.HttpHost` (a mixin: the
+    attributes below are the host's)."""
+
+    config: HostConfig
+    settings: HttpSettings
+    sessions: dict[str, _LegacySession]
+    _tg: TaskGroup | None
+    _registry: Registry | None
+
+    def _new_server(self) -> HostServer:
+        """A host server for one session (the host's)."""
+        raise NotImplementedError
+
+    def _session(
+        self, headers: _Headers, principal: Principal, *, required_for: str
+    ) -> _LegacySession:
+        sid = headers.get("mcp-session-id")
+        if sid is None:
+            if required_for in ("GET", "DELETE"):
+                raise _Refusal(
+                    405,
+                    INVALID_REQUEST,
+                    f"{required_for} needs an Mcp-Session-Id (MCP 2025-11-25)",
+                    headers=[(b"allow", b"POST")],
+                )
+            raise _Refusal(400, INVALID_REQUEST, "Bad Request: Missing session ID")
+        session = self.sessions.get(sid)
+        # A session is its creator's: another principal gets the answer of an
+        # unknown id (MCP 2025-11-25 security best practices, session hijacking).
+        if session is None or not hmac.compare_digest(session.principal, principal.name):
+            raise _Refusal(404, INVALID_REQUEST, "Session not found")
+        session.last_used = time.monotonic()
+        return session
+
+    # ------------------------------------------------------------------ requests
+
+    async def _initialize(
+        self,
+        obj: dict[str, Any],
+        body: bytes,
+        principal: Principal,
+        receive: Receive,
+        send: Send,
+        sse: bool,
+    ) -> None:
+        if not is_valid_id(obj.get("id")):
+            raise _Refusal(400, INVALID_REQUEST, "Invalid Request: initialize needs an id")
+        if len(self.sessions) >= self.settings.max_sessions:
+            raise _Refusal(503, INTERNAL_ERROR, "Too many sessions open", id=obj.get("id"))
+        assert self._tg is not None
+        sid = secrets.token_urlsafe(24)
+        session = _LegacySession(
+            sid, principal.name, self._new_server(), self.config.max_message_size
+        )
+        self.sessions[sid] = session
+
+        async def run() -> None:
+            try:
+                await session.session.serve()
+            finally:
+                self._end_session(session)
+
+        self._tg.start_soon(run)
+        log.info("session %s… opened", sid[:8])
+        await self._post_legacy(
+            session, obj, body, receive, send, sse, headers=[(b"mcp-session-id", sid.encode())]
+        )
+
+    async def _post_legacy(
+        self,
+        session: _LegacySession,
+        obj: dict[str, Any],
+        body: bytes,
+        receive: Receive,
+        send: Send,
+        sse: bool,
+        headers: list[tuple[bytes, bytes]] | None = None,
+    ) -> None:
+        method = obj.get("method")
+        if "id" not in obj or method is None:
+            # A notification, or the answer to a server→client request.
+            session.inbox.put(body + b"\n")
+            if method == "notifications/cancelled":
+                # Nothing more is sent for a cancelled request, not even a response (MCP
+                # 2025-11-25, cancellation: receivers SHOULD NOT respond): its open SSE
+                # response just ends (see _answer).
+                params = obj.get("params")
+                rid = params.get("requestId") if type(params) is dict else None
+                exchange = session.exchanges.pop(rid, None) if is_valid_id(rid) else None
+                if exchange is not None:
+                    session._forget_tokens(exchange)
+                    exchange.cancelled = True
+                    exchange.close()
+            await _send_json(send, 202, None)
+            return
+        rid = obj.get("id")
+        if not is_valid_id(rid):
+            raise _Refusal(400, INVALID_REQUEST, "Invalid Request: id must be a string or integer")
+        if rid in session.exchanges:
+            raise _Refusal(
+                409,
+                INVALID_REQUEST,
+                f"Request id {rid!r} is already in use in this session",
+                id=rid,
+            )
+        exchange = _Exchange(rid)
+        session.exchanges[rid] = exchange
+        params = obj.get("params")
+        meta = params.get("_meta") if type(params) is dict else None
+        if type(meta) is dict and is_valid_id(meta.get("progressToken")):
+            session.tokens[meta["progressToken"]] = exchange
+        session.inbox.put(body + b"\n")
+        try:
+            # A disconnect is not a cancellation here (MCP 2025-11-25): the call goes
+            # on; its answer has nowhere to go and is dropped.
+            await _answer(exchange, receive, send, sse, modern=False, headers=headers)
+        finally:
+            session.last_used = time.monotonic()
+
+    async def _get(
+        self, session: _LegacySession, headers: _Headers, receive: Receive, send: Send
+    ) -> None:
+        if not _media_types(headers.get("accept")) & {"text/event-stream", "text/*", "*/*"}:
+            raise _Refusal(406, INVALID_REQUEST, "Not Acceptable: GET streams text/event-stream")
+        if session.stream is not None:
+            raise _Refusal(409, INVALID_REQUEST, "This session's stream is already open")
+        stream = session.stream = _Exchange()
+        try:
+            await _answer(stream, receive, send, True, modern=False, standalone=True)
+        finally:
+            if session.stream is stream:
+                session.stream = None
+            session.last_used = time.monotonic()
+
+    def _end_session(self, session: _LegacySession) -> None:
+        if self.sessions.get(session.id) is session:
+            del self.sessions[session.id]
+            log.info("session %s… ended", session.id[:8])
+        session.end()
+        registry = self._registry
+        if registry is not None:
+            registry.off_change(session.server._tools_changed)
+            registry.off_change(session.server.modern._tools_changed)
+
+    async def _expire_sessions(self) -> None:
+        timeout = self.settings.session_idle_timeout
+        while True:
+            await anyio.sleep(min(60.0, timeout / 4))
+            now = time.monotonic()
+            for session in list(self.sessions.values()):
+                if session.idle and now - session.last_used > timeout:
+                    log.info("session %s… expired", session.id[:8])
+                    self._end_session(session)

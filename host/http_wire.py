@@ -1,0 +1,370 @@
+"""The plumbing both eras of :mod:`toolwire.host.http` share: ASGI types, request
+headers, HTTP refusals, the Host/Origin allowlist checks, the in-memory bridge between a
+:class:`~toolwire.session.Session` and an HTTP response (:class:`_Outbox`,
+:class:`_Exchange`), and :func:`_answer`, which writes an exchange as JSON or as an SSE
+stream (MCP 2025-11-25 and 2026-07-28 "transports/streamable-http")."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import contextlib
+import math
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+import anyio
+from anyio.abc import ByteSendStream
+
+from toolwire import _json
+from toolwire.errors import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    REQUEST_CANCELLED,
+    JsonRpcError,
+)
+from toolwire.messages import error_response
+from toolwire.modern import MISSING_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION
+
+__all__ = ["HEADER_MISMATCH", "KEEPALIVE_SECONDS", "LEGACY_PROTOCOL_VERSIONS"]
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+HEADER_MISMATCH = -32020
+"""MCP 2026-07-28 ``HeaderMismatchError``: a routing header is missing, duplicated,
+malformed or contradicts the body (HTTP 400)."""
+
+LEGACY_PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+"""``MCP-Protocol-Version`` values served by the session (2025-11-25) leg."""
+
+KEEPALIVE_SECONDS = 15.0
+"""Seconds of silence on an SSE stream after which a comment line is sent, so proxies
+and clients do not time the stream out (mcp-http.md §7)."""
+
+_MODERN_STATUS = {
+    PARSE_ERROR: 400,
+    INVALID_REQUEST: 400,
+    INVALID_PARAMS: 400,
+    METHOD_NOT_FOUND: 404,
+    HEADER_MISMATCH: 400,
+    MISSING_CLIENT_CAPABILITY: 400,
+    UNSUPPORTED_PROTOCOL_VERSION: 400,
+}
+"""HTTP status of a 2026-07-28 JSON-RPC error answered as JSON (MCP 2026-07-28
+"transports/streamable-http"; codes not named there: 200)."""
+
+
+def _modern_status(code: int) -> int:
+    """The HTTP status of a 2026-07-28 JSON-RPC error answered as JSON."""
+    return _MODERN_STATUS.get(code, 200)
+
+
+_SSE_HEADERS = [
+    (b"content-type", b"text/event-stream"),
+    (b"cache-control", b"no-cache, no-transform"),
+    (b"x-accel-buffering", b"no"),
+]
+
+
+# --------------------------------------------------------------------------- streams
+
+
+class _Outbox(ByteSendStream):
+    """The bytes a Session writes, cut into messages and handed to ``deliver`` at once
+    (``try_send``: the session never waits for its writer task)."""
+
+    def __init__(self, deliver: Callable[[bytes], None]) -> None:
+        self._deliver = deliver
+        self._buf = b""
+
+    def try_send(self, data: bytes) -> int:
+        self._feed(bytes(data))
+        return len(data)
+
+    async def send(self, item: bytes) -> None:
+        self._feed(bytes(item))
+
+    def _feed(self, data: bytes) -> None:
+        buf = self._buf + data if self._buf else data
+        start = 0
+        while (end := buf.find(b"\n", start)) != -1:
+            if end > start:
+                self._deliver(buf[start:end])
+            start = end + 1
+        self._buf = buf[start:]
+
+    async def aclose(self) -> None:
+        pass
+
+
+class _Exchange:
+    """Messages owed to one HTTP response: the server's messages about one request,
+    then its response (``final``), or a 2025 session's standalone GET stream."""
+
+    def __init__(self, request_id: Any = None) -> None:
+        self.request_id = request_id
+        self._tx, self._rx = anyio.create_memory_object_stream[tuple[bytes, bool]](math.inf)
+        self.done = False
+        self.cancelled = False
+
+    def deliver(self, raw: bytes, final: bool = False) -> None:
+        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._tx.send_nowait((raw, final))
+        if final:
+            self.done = True
+            self._tx.close()
+
+    def close(self) -> None:
+        self.done = True
+        self._tx.close()
+
+    async def next(self) -> tuple[bytes, bool] | None:
+        """The next message and whether it is the response; None once closed."""
+        try:
+            return await self._rx.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            return None
+
+
+# --------------------------------------------------------------------------- requests
+
+
+class _Headers:
+    """An ASGI request's headers: lower-case names → values (latin-1), all of them."""
+
+    def __init__(self, scope: Scope) -> None:
+        self.values: dict[str, list[str]] = {}
+        for name, value in scope.get("headers", []):
+            self.values.setdefault(name.decode("latin-1").lower(), []).append(
+                value.decode("latin-1")
+            )
+
+    def get(self, name: str) -> str | None:
+        values = self.values.get(name)
+        return values[0].strip() if values else None
+
+    def count(self, name: str) -> int:
+        return len(self.values.get(name, ()))
+
+
+class _Refusal(Exception):
+    """An HTTP error answer: status, JSON-RPC error (id echoed when known), headers."""
+
+    def __init__(
+        self,
+        status: int,
+        code: int,
+        message: str,
+        *,
+        id: Any = None,
+        headers: list[tuple[bytes, bytes]] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.error = JsonRpcError(code, message)
+        self.id = id
+        self.headers = headers or []
+
+
+async def _send_json(
+    send: Send, status: int, body: Any, headers: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    payload = b"" if body is None else _json.dumps(body)
+    out = [(b"content-length", str(len(payload)).encode())]
+    if body is not None:
+        out.append((b"content-type", b"application/json"))
+    await send({"type": "http.response.start", "status": status, "headers": out + (headers or [])})
+    await send({"type": "http.response.body", "body": payload})
+
+
+def _media_types(value: str | None) -> set[str]:
+    if value is None:
+        return set()
+    return {part.split(";", 1)[0].strip().lower() for part in value.split(",") if part.strip()}
+
+
+def _decode_header_value(value: str) -> str:
+    """An ``Mcp-Name`` value, its base64 sentinel ``=?base64?…?=`` decoded (MCP
+    2026-07-28 "transports/streamable-http", header value encoding).
+
+    Raises:
+        ValueError: a sentinel whose content is not canonical base64 of UTF-8.
+    """
+    if value.startswith("=?base64?") and value.endswith("?=") and len(value) >= 11:
+        inner = value[9:-2]
+        try:
+            raw = base64.b64decode(inner, validate=True)
+        except (binascii.Error, ValueError):
+            raise ValueError("invalid base64 sentinel") from None
+        if base64.b64encode(raw).decode("ascii") != inner:
+            raise ValueError("non-canonical base64 sentinel")
+        return raw.decode("utf-8")
+    return value
+
+
+def _host_allowed(host: str | None, allowed: list[str]) -> bool:
+    if not host:
+        return False
+    host = host.lower()
+    name, port = _split_host(host)
+    for entry in allowed:
+        e_name, e_port = _split_host(entry.lower())
+        if e_name == name and (e_port is None or e_port == port):
+            return True
+    return False
+
+
+def _split_host(value: str) -> tuple[str, str | None]:
+    if value.startswith("["):
+        end = value.find("]")
+        if end == -1:
+            return value, None
+        rest = value[end + 1 :]
+        return value[: end + 1], rest[1:] if rest.startswith(":") else None
+    name, sep, port = value.rpartition(":")
+    if not sep or ":" in name:
+        return value, None
+    return name, port
+
+
+def _origin_allowed(origin: str, allowed: list[str]) -> bool:
+    origin = origin.lower()
+    scheme, sep, rest = origin.partition("://")
+    if not sep or scheme not in ("http", "https") or "/" in rest:
+        return False
+    for entry in allowed:
+        e_scheme, e_sep, e_rest = entry.lower().rstrip("/").partition("://")
+        if e_sep and e_scheme == scheme and _host_allowed(rest, [e_rest]):
+            return True
+    return False
+
+
+# --------------------------------------------------------------------------- responses
+
+
+async def _answer(
+    exchange: _Exchange,
+    receive: Receive,
+    send: Send,
+    sse: bool,
+    *,
+    modern: bool,
+    headers: list[tuple[bytes, bytes]] | None = None,
+    standalone: bool = False,
+) -> None:
+    """Answer an exchange: JSON when its response comes first, else an SSE stream
+    of its messages ending with the response (or, ``standalone``, open until the
+    client leaves or the session ends)."""
+    extra = headers or []
+    gone = anyio.Event()
+
+    async def watch() -> None:
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        gone.set()
+        exchange.close()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(watch)
+        try:
+            first = None if standalone else await exchange.next()
+            if first is not None and first[1]:
+                raw = first[0]
+                status = 200
+                if modern:
+                    msg = _json.loads(raw)
+                    error = msg.get("error") if type(msg) is dict else None
+                    if type(error) is dict and type(error.get("code")) is int:
+                        status = _modern_status(error["code"])
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": status,
+                        "headers": [
+                            (b"content-type", b"application/json"),
+                            (b"content-length", str(len(raw)).encode()),
+                            *extra,
+                        ],
+                    }
+                )
+                await send({"type": "http.response.body", "body": raw})
+                return
+            if gone.is_set():
+                return
+            if first is None and exchange.cancelled:
+                # Cancelled before anything was sent: an empty SSE stream, which ends
+                # the POST without a response; a client that takes JSON only needs a
+                # body, so it gets -32800.
+                if sse:
+                    await send(
+                        {
+                            "type": "http.response.start",
+                            "status": 200,
+                            "headers": _SSE_HEADERS + extra,
+                        }
+                    )
+                    await send({"type": "http.response.body", "body": b""})
+                else:
+                    cancelled = error_response(
+                        exchange.request_id,
+                        JsonRpcError(REQUEST_CANCELLED, "Request cancelled"),
+                    )
+                    await _send_json(send, 200, cancelled, extra)
+                return
+            if first is None and not standalone:
+                # The session ended before answering (DELETE, shutdown).
+                await _send_json(
+                    send,
+                    503 if not modern else 500,
+                    error_response(
+                        exchange.request_id,
+                        JsonRpcError(INTERNAL_ERROR, "The request ended without an answer"),
+                    ),
+                    extra,
+                )
+                return
+            if not sse:
+                # The client takes JSON only: what is not the response is dropped.
+                while first is not None and not first[1]:
+                    first = await exchange.next()
+                if first is not None:
+                    await send(
+                        {
+                            "type": "http.response.start",
+                            "status": 200,
+                            "headers": [(b"content-type", b"application/json"), *extra],
+                        }
+                    )
+                    await send({"type": "http.response.body", "body": first[0]})
+                return
+            await send(
+                {"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS + extra}
+            )
+            item = first
+            while True:
+                if item is not None:
+                    event = b"event: message\ndata: " + item[0] + b"\n\n"
+                    await send({"type": "http.response.body", "body": event, "more_body": True})
+                    if item[1]:
+                        break
+                item = None
+                with anyio.move_on_after(KEEPALIVE_SECONDS):
+                    item = await exchange.next()
+                    if item is None:
+                        break
+                if item is None:
+                    await send(
+                        {"type": "http.response.body", "body": b": ping\n\n", "more_body": True}
+                    )
+            if not gone.is_set():
+                await send({"type": "http.response.body", "body": b""})
+        except OSError:
+            pass  # the client went away while we wrote
+        finally:
+            tg.cancel_scope.cancel()
