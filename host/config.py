@@ -10,7 +10,9 @@ its own, so files a tool writes cannot reconfigure the next host). Tables:
 * ``[approval]``: ``policy`` (a list of tool names, ``"destructive"`` or ``"all"``) and
   ``timeout`` (seconds);
 * ``[http]``: serve Streamable HTTP (:mod:`toolwire.host.httpconfig`);
-* ``[workers]``: ``start`` (``"spawn"``, the default, or ``"fork"``: ``--worker-start``).
+* ``[workers]``: ``start`` (``"spawn"``, the default, or ``"fork"``: ``--worker-start``);
+* ``[network]``: the egress policy of sandboxed processes (``allow``, ``resolve``,
+  ``tools.NAME.allow``, ``modules.NAME.allow``: :mod:`toolwire.host.egresspolicy`).
 
 The whole file is checked against a schema (:func:`config_schema`, pydantic) before any
 of it is used: unknown tables and keys are errors, and types are strict — a string
@@ -31,7 +33,7 @@ from typing import Annotated, Any, Literal
 
 __all__ = ["ConfigError", "config_schema", "key_line", "load_config_file"]
 
-_TABLES = ("host", "sandbox", "approval", "http", "workers")
+_TABLES = ("host", "sandbox", "approval", "http", "workers", "network")
 
 
 class ConfigError(ValueError):
@@ -48,7 +50,7 @@ def config_schema() -> Any:
     :class:`~toolwire.host.options.HostConfig`'s and
     :class:`~toolwire.host.sandbox.SandboxSettings`'), and only the keys a file sets are
     used."""
-    from pydantic import BaseModel, ConfigDict, Field, field_validator
+    from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
     strict = ConfigDict(extra="forbid", strict=True)
 
@@ -121,6 +123,33 @@ def config_schema() -> Any:
         model_config = strict
         start: Literal["spawn", "fork"] = "spawn"
 
+    def _rule(value: str) -> str:
+        from .egresspolicy import parse_rule
+
+        parse_rule(value)
+        return value
+
+    Rule = Annotated[str, AfterValidator(_rule)]
+
+    class ScopeTable(BaseModel):  # [network.tools.NAME], [network.modules.NAME]
+        model_config = strict
+        allow: list[Rule] = []
+
+    class NetworkTable(BaseModel):  # toolwire.host.egresspolicy.NetworkPolicy
+        model_config = strict
+        allow: list[Rule] = []
+        resolve: dict[str, str] = {}
+        tools: dict[str, ScopeTable] = {}
+        modules: dict[str, ScopeTable] = {}
+
+        @field_validator("resolve")
+        @classmethod
+        def _resolve(cls, value: dict[str, str]) -> dict[str, str]:
+            from .egresspolicy import NetworkPolicy
+
+            NetworkPolicy.from_table({"resolve": value})
+            return value
+
     class ConfigFileModel(BaseModel):
         model_config = strict
         host: HostTable = HostTable()
@@ -128,13 +157,15 @@ def config_schema() -> Any:
         approval: ApprovalTable = ApprovalTable()
         http: HttpTable = HttpTable()
         workers: WorkersTable = WorkersTable()
+        network: NetworkTable | None = None
 
     return ConfigFileModel
 
 
 def load_config_file(path: str | Path) -> dict[str, dict[str, Any]]:
     """Read and check a ``toolwire.toml``; returns ``{table: {key: value}}`` for the
-    tables (:data:`_TABLES`), holding only the keys the file sets.
+    tables (:data:`_TABLES`), holding only the keys the file sets (``network`` only
+    when the file has a ``[network]`` table: its presence turns the egress proxy on).
 
     Raises:
         ConfigError: unreadable file, invalid TOML, or a table, key or value the schema
@@ -160,7 +191,10 @@ def load_config_file(path: str | Path) -> dict[str, dict[str, Any]]:
         found = [_describe_error(p, text, model, err) for err in exc.errors()]
         found.sort(key=lambda item: item[0])
         raise ConfigError("\n".join(line for _, line in found)) from None
-    return {name: dict(data.get(name, {})) for name in _TABLES}
+    out = {name: dict(data.get(name, {})) for name in _TABLES}
+    if "network" not in data:
+        del out["network"]
+    return out
 
 
 # --------------------------------------------------------------------------- errors

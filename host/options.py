@@ -267,7 +267,9 @@ def config_from_args(ns: argparse.Namespace) -> HostConfig:
             ),
             max_threads=int(pick(ns.max_threads, "max_threads", 256)),
             page_size=max(1, int(pick(ns.page_size, "page_size", 500))),
-            sandbox=SandboxSettings.from_table(tables["sandbox"], ns.sandbox),
+            sandbox=_with_network(
+                SandboxSettings.from_table(tables["sandbox"], ns.sandbox), tables.get("network")
+            ),
             approve=[
                 name.strip() for item in approve for name in str(item).split(",") if name.strip()
             ],
@@ -282,6 +284,26 @@ def config_from_args(ns: argparse.Namespace) -> HostConfig:
             http=http_settings_from(ns, tables.get("http", {})),
         )
     )
+
+
+def _with_network(settings: SandboxSettings, table: dict[str, Any] | None) -> SandboxSettings:
+    """``settings`` with the ``[network]`` egress policy, when the file has that table.
+
+    Raises:
+        ValueError: ``[network]`` together with ``[sandbox] allow_network = true`` (the
+            policy would not apply), or a rule the policy refuses.
+    """
+    if table is None:
+        return settings
+    if settings.allow_network:
+        raise ValueError(
+            "[network] limits what sandboxed processes may reach, but [sandbox] "
+            "allow_network = true gives them the whole network: remove one of them"
+        )
+    from .egresspolicy import NetworkPolicy
+
+    settings.network = NetworkPolicy.from_table(table)
+    return settings
 
 
 def _check(config: HostConfig) -> HostConfig:

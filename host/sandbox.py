@@ -192,6 +192,10 @@ class SandboxSettings:
         max_commands: how many commands tools may run at once, host-wide (default
             :data:`DEFAULT_MAX_COMMANDS`; 0 means no limit). A command beyond it waits
             for a slot, within its own timeout (see :mod:`toolwire.host.commands`).
+        network: the ``[network]`` egress policy
+            (:class:`toolwire.host.egresspolicy.NetworkPolicy`; not a ``[sandbox]`` key):
+            without ``allow_network``, sandboxed processes reach what it allows through
+            the host's egress proxy (:mod:`toolwire.host.egress`). None: no proxy.
     """
 
     mode: SandboxMode = "auto"
@@ -202,6 +206,7 @@ class SandboxSettings:
     limits: dict[str, int] = field(default_factory=dict)
     bwrap: str | None = None
     max_commands: int = DEFAULT_MAX_COMMANDS
+    network: Any = None
 
     @classmethod
     def from_table(cls, table: dict[str, Any], mode: str | None = None) -> SandboxSettings:
@@ -211,7 +216,7 @@ class SandboxSettings:
             ValueError: an unknown key, a value of the wrong type, a relative or
                 missing extra path, an unknown or negative limit.
         """
-        known = set(cls.__dataclass_fields__)
+        known = set(cls.__dataclass_fields__) - {"network"}
         unknown = set(table) - known
         if unknown:
             raise ValueError(f"unknown [sandbox] settings: {sorted(unknown)}")
@@ -296,6 +301,9 @@ class WrappedCommand:
     memory_cgroup: str | None = None
     memory_cgroup_fd: int | None = None
     memory_limit: int = 0
+    egress: Any = None
+    """The command's :class:`toolwire.host.egress.SandboxEgress` (released by
+    :meth:`Sandbox.cleanup`), or None."""
 
     def close_fds(self) -> None:
         """Close :attr:`owned_fds` (idempotent)."""
@@ -648,6 +656,8 @@ class Sandbox:
                 text += "."
             if self.settings.max_commands:
                 text += f" At most {self.settings.max_commands} commands run at once."
+            if self.settings.network is not None and not self.settings.allow_network:
+                text += " " + self.settings.network.describe()
             text += f" Bubblewrap in use: the {self.bwrap_summary()}."
             if not self.process_limit_enforced:
                 text += (
@@ -861,6 +871,14 @@ class Sandbox:
         ]
         if not self.settings.allow_network:
             args.append("--unshare-net")
+        egress = None
+        if self.settings.network is not None and not self.settings.allow_network:
+            from .egress import sandbox_egress  # the proxy, its socket bound in, the relay
+
+            egress = sandbox_egress(self.settings.network)
+            args += egress.bwrap_args
+            inner = [*inner[: len(inner) - len(argv)], *egress.prefix, *argv]
+            env = {**env, **egress.env}
         if info_fd is not None:
             args += ["--info-fd", str(info_fd)]
         tmpfs_size = self.limits.get(TMPFS_SIZE_KEY)
@@ -895,6 +913,8 @@ class Sandbox:
                     path = os.path.join(group, "cgroup.procs")
                     join_fds.append(os.open(path, os.O_WRONLY | os.O_CLOEXEC))
             except OSError:
+                if egress is not None:
+                    egress.release()
                 for closing in owned + join_fds:
                     os.close(closing)
                 for group in groups:
@@ -922,6 +942,7 @@ class Sandbox:
             memory_cgroup,
             memory_fd,
             memory_limit if memory_cgroup is not None else 0,
+            egress,
         )
 
     def forked_groups(self) -> WrappedCommand:
@@ -1013,6 +1034,8 @@ class Sandbox:
         call does not wait.
         """
         wrapped.close_fds()
+        if wrapped.egress is not None:
+            wrapped.egress.release()
         for group in dict.fromkeys((wrapped.cgroup, wrapped.memory_cgroup)):
             if group is None or _try_remove_cgroup(group):
                 continue

@@ -481,17 +481,24 @@ class WorkerProcess:
             return argv, env, extra_fds
         info_r, info_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
         self._info_r = info_r
+        from pathlib import Path
+
+        from .egress import EgressScope, egress_scope
+
+        # [network.modules.NAME]: NAME is the file's stem, or the module or entry point name.
+        scope = EgressScope(module=Path(module.file).stem if module.file else module.spec)
         try:
-            wrapped = sandbox.wrap(
-                argv,
-                root=workers.root,
-                cwd=workers.root,
-                env=env,
-                info_fd=info_w,
-                extra_ro=self.pool.visible_paths(),
-                skip_limits=("cpu_seconds",),
-                join_by_fd=True,
-            )
+            with egress_scope(scope):
+                wrapped = sandbox.wrap(
+                    argv,
+                    root=workers.root,
+                    cwd=workers.root,
+                    env=env,
+                    info_fd=info_w,
+                    extra_ro=self.pool.visible_paths(),
+                    skip_limits=("cpu_seconds",),
+                    join_by_fd=True,
+                )
         except BaseException:
             os.close(info_w)
             raise

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import codecs
 import functools
 import logging
@@ -18,6 +19,7 @@ import anyio.to_thread
 from .. import outputs
 from ..commands import run_in_env
 from ..context import ToolContext
+from ..egress import EgressScope, egress_scope
 from ..hints import Param
 from ..outputs import OutputStore
 from ..results import ToolError, ToolResult
@@ -285,10 +287,16 @@ async def bash(
             await ctx.report_progress(out.raw_bytes, message=out.current_line or None)
 
     shell = find_shell()
+    loop = asyncio.get_running_loop()
+
+    def refused(message: str) -> None:  # on the egress proxy's thread
+        loop.call_soon_threadsafe(ctx.channel.log, "warning", message, "egress")
+
     try:
-        result = await run_in_env(
-            ctx.env, [shell, "-c", command], cwd=cwd, timeout=limit, on_raw=on_raw
-        )
+        with egress_scope(EgressScope(tool=ctx.tool_name, on_refused=refused)):
+            result = await run_in_env(
+                ctx.env, [shell, "-c", command], cwd=cwd, timeout=limit, on_raw=on_raw
+            )
     except FileNotFoundError as exc:
         raise ToolError(f"Cannot start the shell {shell}: {exc.strerror or exc}") from None
     shown, record = out.finish()
