@@ -309,9 +309,10 @@ class EgressProxy:
             if parts.query:
                 path += "?" + parts.query
             authority = host if port == 80 else f"{host}:{port}"
-            headers = [("Host", authority)]
+            # Host names the checked target (never the client's own Host header).
+            headers = [(b"Host", authority.encode("ascii"))]
             headers += [(k, v) for k, v in request.headers if k.lower() not in _HOP_BY_HOP]
-            headers.append(("Connection", "close"))
+            headers.append((b"Connection", b"close"))
             up_writer.write(
                 upstream.send(h11.Request(method=request.method, target=path, headers=headers))
                 or b""

