@@ -25,7 +25,7 @@ from toolwire.host.config import ConfigError, load_config_file
 from toolwire.host.egresspolicy import NetworkPolicy, address_problem, parse_rule
 
 from tests.e2e_helpers import text_of
-from tests.hostproc import HostProcess
+from tests.hostproc import TOOLS_DIR, HostProcess
 from tests.sandbox_support import require_boxed, require_sandbox
 
 
@@ -120,8 +120,11 @@ def net(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_Net]:
         f'allow = ["extra.test:{forbidden.port}"]\n'
         "[network.tools.read]\n"
         f'allow = ["other.test:{forbidden.port}"]\n'
+        "[network.modules.egress_tools]\n"
+        f'allow = ["other.test:{forbidden.port}"]\n'
     )
     args = ["--root", str(root), "--sandbox", "bwrap", "--no-entry-points", "--config", str(cfg)]
+    args += ["--tools", str(TOOLS_DIR / "egress_tools.py")]
     try:
         with HostProcess(args) as h:
             h.initialize()
@@ -166,6 +169,20 @@ def test_tool_allow_list_adds_only_for_that_tool(net: _Net) -> None:
     assert _body(net.forbidden, "/x") in got, got  # [network.tools.bash]
     assert "other.test" in got and "not in the network allow list for tool bash" in got, got
     assert "/y" not in net.forbidden.paths
+
+
+def test_module_allow_list_applies_to_its_workers_only(net: _Net) -> None:
+    a, f = net.allowed.port, net.forbidden.port
+
+    def fetch(url: str) -> str:
+        net.host.drain()
+        return text_of(net.host.call("fetch", {"url": url}, timeout=120))
+
+    assert _body(net.allowed, "/w1") in fetch(f"http://allowed.test:{a}/w1")
+    assert _body(net.forbidden, "/w2") in fetch(f"http://other.test:{f}/w2")  # the module's own
+    got = fetch(f"http://extra.test:{f}/w3")  # the bash tool's, not the module's
+    assert got.startswith("HTTP 403: ") and "for module egress_tools" in got, got
+    assert "/w3" not in net.forbidden.paths
 
 
 # ------------------------------------------------------------------ what must not
