@@ -30,6 +30,7 @@ reported to the grant's ``on_refused`` (the bash tool sends it to the client as 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import logging
 import os
@@ -482,6 +483,7 @@ def shared_proxy() -> EgressProxy:
     with _PROXY_LOCK:
         if _PROXY is None:
             _PROXY = EgressProxy()
+            atexit.register(_PROXY.close)
         return _PROXY
 
 

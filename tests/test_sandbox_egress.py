@@ -38,12 +38,18 @@ class _Server:
     def __init__(self, name: str) -> None:
         self.name = name
         self.paths: list[str] = []
+        self.hosts: list[str] = []
+        self.bodies: list[bytes] = []
         self.redirect_to = ""
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 outer.paths.append(self.path)
+                outer.hosts.append(self.headers.get("Host", ""))
+                length = int(self.headers.get("Content-Length") or 0)
+                if length:
+                    outer.bodies.append(self.rfile.read(length))
                 if self.path == "/redirect":
                     self.send_response(302)
                     self.send_header("Location", outer.redirect_to)
@@ -154,6 +160,14 @@ def test_allowed_host_is_reached_over_plain_http_and_connect(net: _Net) -> None:
     )
     assert _body(net.allowed, "/py") in got and "rc=0" in got, got
     assert net.refusals() == []
+
+
+def test_request_bodies_are_forwarded_intact(net: _Net) -> None:
+    payload = net.root / "payload.bin"
+    payload.write_bytes(bytes(range(256)) * 4096)
+    got = net.run(f"curl -sS --data-binary @{payload} http://allowed.test:{net.allowed.port}/up")
+    assert _body(net.allowed, "/up") in got, got
+    assert payload.read_bytes() in net.allowed.bodies
 
 
 def test_instructions_say_what_is_allowed(net: _Net) -> None:
@@ -331,6 +345,23 @@ def test_raw_packet_and_vsock_sockets_cannot_be_made(net: _Net) -> None:
         "        print('MADE', name)\n"
     )
     assert "MADE" not in got and got.count("denied") == 4, got
+
+
+def test_one_checked_request_per_connection_and_the_checked_host_in_host(net: _Net) -> None:
+    a, f = net.allowed.port, net.forbidden.port
+    got = net.py(
+        "import socket\n"
+        "s = socket.create_connection(('127.0.0.1', 3128))\n"
+        f"s.sendall(b'GET http://allowed.test:{a}/first HTTP/1.1\\r\\nHost: forbidden.test:{f}\\r\\n\\r\\n'\n"
+        f"          b'GET http://forbidden.test:{f}/smuggled HTTP/1.1\\r\\nHost: forbidden.test\\r\\n\\r\\n')\n"
+        "data = b''\n"
+        "while chunk := s.recv(65536):\n"
+        "    data += chunk\n"
+        "print(data.decode())\n"
+    )
+    assert _body(net.allowed, "/first") in got and got.count("HTTP/1.") == 1, got
+    assert net.allowed.hosts[net.allowed.paths.index("/first")] == f"allowed.test:{a}"
+    assert "/smuggled" not in net.forbidden.paths and "/smuggled" not in net.allowed.paths
 
 
 def test_the_proxy_has_no_surface_of_its_own(net: _Net) -> None:
