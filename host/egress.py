@@ -16,6 +16,8 @@ Per connection, one request (HTTP/1.1, parsed by ``h11``):
   sent upstream in origin form with ``Connection: close``; the response is relayed as
   it comes and the connection then closes, so every request is checked (a redirect is
   the client's next request, checked like any other: the proxy follows none);
+* a SOCKS5 ``CONNECT`` (``socks5h://127.0.0.1:``:data:`RELAY_PORT`, on the same port):
+  checked the same way; a refusal is SOCKS reply code 2 (the reason is still reported);
 * anything else (an origin-form request to the proxy itself, a scheme other than
   ``http``): refused — the proxy has no pages, status or admin surface of its own.
 
@@ -32,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import ipaddress
 import logging
 import os
 import shutil
@@ -211,6 +214,11 @@ class EgressProxy:
         request: Any = None
         try:
             try:
+                first = await asyncio.wait_for(reader.read(1), HEAD_TIMEOUT)
+                if first == b"\x05":
+                    await self._socks5(grant, reader, writer)
+                    return
+                conn.receive_data(first)
                 request = await asyncio.wait_for(_next_event(conn, reader), HEAD_TIMEOUT)
                 if not isinstance(request, h11.Request):
                     return
@@ -222,7 +230,7 @@ class EgressProxy:
             except h11.RemoteProtocolError as exc:
                 _answer(conn, writer, 400, f"malformed request: {exc}")
                 await writer.drain()
-            except TimeoutError:
+            except (TimeoutError, asyncio.IncompleteReadError):
                 pass
         except (OSError, h11.LocalProtocolError):
             pass
@@ -230,6 +238,50 @@ class EgressProxy:
             writer.close()
             with contextlib.suppress(OSError):
                 await writer.wait_closed()
+
+    async def _socks5(
+        self, grant: EgressGrant, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        """A SOCKS5 ``CONNECT`` (RFC 1928, no authentication), its version byte already
+        read: to a domain name only (``socks5h://``), checked like an HTTP ``CONNECT``. A
+        refusal is reply code 2 ("not allowed by ruleset"); its reason is reported."""
+
+        async def exactly(n: int) -> bytes:
+            return await asyncio.wait_for(reader.readexactly(n), HEAD_TIMEOUT)
+
+        methods = await exactly((await exactly(1))[0])
+        if 0 not in methods:
+            writer.write(b"\x05\xff")  # no acceptable method
+            return
+        writer.write(b"\x05\x00")
+        version, command, _reserved, kind = await exactly(4)
+        if kind == 3:
+            host = (await exactly((await exactly(1))[0])).decode("ascii", "replace")
+        elif kind in (1, 4):
+            raw = await exactly(4 if kind == 1 else 16)
+            host = str(ipaddress.ip_address(raw))
+        else:
+            writer.write(b"\x05\x08\x00\x01" + bytes(6))  # address type not supported
+            return
+        port = int.from_bytes(await exactly(2), "big")
+        line = f"SOCKS5 CONNECT {host}:{port}"
+        if version != 5 or command != 1:
+            self._report(grant, line, "only SOCKS5 CONNECT is supported")
+            writer.write(b"\x05\x07\x00\x01" + bytes(6))  # command not supported
+            return
+        try:
+            up_reader, up_writer = await self._open(grant.policy, host, port)
+        except _Refused as refused:
+            self._report(grant, line, refused.reason)
+            code = b"\x02" if refused.status == 403 else b"\x04"  # ruleset / host unreachable
+            writer.write(b"\x05" + code + b"\x00\x01" + bytes(6))
+            await writer.drain()
+            return
+        try:
+            writer.write(b"\x05\x00\x00\x01" + bytes(6))
+            await _splice(reader, writer, up_reader, up_writer)
+        finally:
+            up_writer.close()
 
     def _report(self, grant: EgressGrant, line: str, reason: str) -> None:
         message = f"egress refused {line}: {reason}" if line else f"egress refused: {reason}"

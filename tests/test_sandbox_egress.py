@@ -170,6 +170,21 @@ def test_request_bodies_are_forwarded_intact(net: _Net) -> None:
     assert payload.read_bytes() in net.allowed.bodies
 
 
+def test_socks5_connect_is_checked_like_http_connect(net: _Net) -> None:
+    a, f = net.allowed.port, net.forbidden.port
+    socks = "--socks5-hostname 127.0.0.1:3128"
+    got = net.run(
+        f"curl -sS {socks} http://allowed.test:{a}/socks; echo;"
+        f" curl -sS {socks} http://forbidden.test:{f}/socks-leak; echo rc=$?;"
+        f" curl -sS --socks5 127.0.0.1:3128 http://127.0.0.1:{a}/socks-ip; echo rc=$?"
+    )
+    assert _body(net.allowed, "/socks") in got and got.count("rc=97") == 2, got
+    logs = net.refusals()
+    assert len(logs) == 2 and "not in the network allow list" in logs[0], logs
+    assert "IP address literal" in logs[1], logs
+    assert "/socks-leak" not in net.forbidden.paths and "/socks-ip" not in net.allowed.paths
+
+
 def test_instructions_say_what_is_allowed(net: _Net) -> None:
     init = net.host.initialize()
     text = init["result"].get("instructions", "")
