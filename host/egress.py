@@ -62,6 +62,7 @@ __all__ = [
     "EgressScope",
     "SandboxEgress",
     "egress_scope",
+    "loop_reporter",
     "proxy_env",
     "sandbox_egress",
 ]
@@ -487,6 +488,25 @@ class EgressScope:
     tool: str | None = None
     module: str | None = None
     on_refused: Callable[[str], None] | None = None
+
+
+def loop_reporter(send: Callable[[str], None] | None) -> Callable[[str], None] | None:
+    """An ``on_refused`` for :class:`EgressScope` that runs ``send(message)`` on the
+    event loop running in the calling thread (the proxy calls it from its own thread,
+    and a session's notifications must be sent from the loop's). None when ``send`` is
+    None or no loop runs here."""
+    if send is None:
+        return None
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+    def report(message: str) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop has closed: the host is ending
+            loop.call_soon_threadsafe(send, message)
+
+    return report
 
 
 _SCOPE: ContextVar[EgressScope | None] = ContextVar("toolwire_egress_scope", default=None)

@@ -483,10 +483,17 @@ class WorkerProcess:
         self._info_r = info_r
         from pathlib import Path
 
-        from .egress import EgressScope, egress_scope
+        from .egress import EgressScope, egress_scope, loop_reporter
 
-        # [network.modules.NAME]: NAME is the file's stem, or the module or entry point name.
-        scope = EgressScope(module=Path(module.file).stem if module.file else module.spec)
+        # [network.modules.NAME]: NAME is the file's stem, or the module or entry point name;
+        # a refused connection is a host log record (logger "toolwire").
+        notify = workers.notify
+        scope = EgressScope(
+            module=Path(module.file).stem if module.file else module.spec,
+            on_refused=loop_reporter(
+                None if notify is None else lambda message: notify("warning", message)
+            ),
+        )
         try:
             with egress_scope(scope):
                 wrapped = sandbox.wrap(

@@ -212,6 +212,15 @@ def test_module_allow_list_applies_to_its_workers_only(net: _Net) -> None:
     got = fetch(f"http://extra.test:{f}/w3")  # the bash tool's, not the module's
     assert got.startswith("HTTP 403: ") and "for module egress_tools" in got, got
     assert "/w3" not in net.forbidden.paths
+    logs = [
+        m["params"]
+        for m in net.host.drain()
+        if isinstance(m, dict) and m.get("method") == "notifications/message"
+    ]
+    assert any(
+        p["level"] == "warning" and p.get("logger") == "toolwire" and "extra.test" in p["data"]
+        for p in logs
+    ), logs
 
 
 # ------------------------------------------------------------------ what must not

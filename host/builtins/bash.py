@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import codecs
 import functools
 import logging
@@ -19,7 +18,7 @@ import anyio.to_thread
 from .. import outputs
 from ..commands import run_in_env
 from ..context import ToolContext
-from ..egress import EgressScope, egress_scope
+from ..egress import EgressScope, egress_scope, loop_reporter
 from ..hints import Param
 from ..outputs import OutputStore
 from ..results import ToolError, ToolResult
@@ -287,11 +286,8 @@ async def bash(
             await ctx.report_progress(out.raw_bytes, message=out.current_line or None)
 
     shell = find_shell()
-    loop = asyncio.get_running_loop()
-
-    def refused(message: str) -> None:  # on the egress proxy's thread
-        loop.call_soon_threadsafe(ctx.channel.log, "warning", message, "egress")
-
+    # A connection the egress proxy refuses is logged to the client (protocol.md §7).
+    refused = loop_reporter(lambda message: ctx.channel.log("warning", message, "egress"))
     try:
         with egress_scope(EgressScope(tool=ctx.tool_name, on_refused=refused)):
             result = await run_in_env(
