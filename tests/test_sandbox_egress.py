@@ -32,8 +32,9 @@ from tests.sandbox_support import require_boxed, require_sandbox
 class _Server:
     """An HTTP server on 127.0.0.1 (an ephemeral port) that records the paths it was asked for.
 
-    ``/redirect`` answers 302 to :attr:`redirect_to`; every other path answers 200 with
-    ``BODY <name> <path>``."""
+    ``/redirect`` answers 302 to :attr:`redirect_to`; ``/files/P`` serves the file P of
+    :attr:`docroot` (the query ignored, 404 when missing); every other path answers 200
+    with ``BODY <name> <path>``."""
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -41,6 +42,7 @@ class _Server:
         self.hosts: list[str] = []
         self.bodies: list[bytes] = []
         self.redirect_to = ""
+        self.docroot: Path | None = None
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -50,6 +52,22 @@ class _Server:
                 length = int(self.headers.get("Content-Length") or 0)
                 if length:
                     outer.bodies.append(self.rfile.read(length))
+                if self.path.startswith("/files/") and outer.docroot is not None:
+                    rel = self.path.removeprefix("/files/").split("?")[0]
+                    file = outer.docroot / rel
+                    if file.is_dir():
+                        file = file / "index.html"
+                    if ".." in rel.split("/") or not file.is_file():
+                        self.send_error(404)
+                        return
+                    data = file.read_bytes()
+                    self.send_response(200)
+                    if file.suffix == ".html":
+                        self.send_header("Content-Type", "text/html")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                    return
                 if self.path == "/redirect":
                     self.send_response(302)
                     self.send_header("Location", outer.redirect_to)
@@ -183,6 +201,73 @@ def test_socks5_connect_is_checked_like_http_connect(net: _Net) -> None:
     assert len(logs) == 2 and "not in the network allow list" in logs[0], logs
     assert "IP address literal" in logs[1], logs
     assert "/socks-leak" not in net.forbidden.paths and "/socks-ip" not in net.allowed.paths
+
+
+def _wheel(path: Path, name: str, version: str) -> None:
+    """A minimal pure-Python wheel of ``name`` (one module printing its name) at ``path``."""
+    import base64
+    import hashlib
+    import zipfile
+
+    info = f"{name}-{version}.dist-info"
+    files = {
+        f"{name}.py": f"print('{name} imported')\n",
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    record = []
+    for file, text in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=")
+        record.append(f"{file},sha256={digest.decode()},{len(text.encode())}")
+    record.append(f"{info}/RECORD,,")
+    files[f"{info}/RECORD"] = "\n".join(record) + "\n"
+    with zipfile.ZipFile(path, "w") as zf:
+        for file, text in files.items():
+            zf.writestr(file, text)
+
+
+def test_pip_and_git_fetch_from_an_allowed_host_only(
+    net: _Net, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    import subprocess
+
+    docroot = tmp_path_factory.mktemp("served")
+    net.allowed.docroot = net.forbidden.docroot = docroot
+    _wheel(docroot / "egress_demo-1.0-py3-none-any.whl", "egress_demo", "1.0")
+    index = docroot / "simple" / "egress-demo"
+    index.mkdir(parents=True)
+    (index / "index.html").write_text(
+        '<a href="../../egress_demo-1.0-py3-none-any.whl">egress_demo-1.0-py3-none-any.whl</a>\n'
+    )
+    work = docroot / "work"
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
+    subprocess.run([*git, "init", "-q", str(work)], check=True)
+    (work / "README").write_text("fetched through the egress proxy\n")
+    subprocess.run([*git, "-C", str(work), "add", "README"], check=True)
+    subprocess.run([*git, "-C", str(work), "commit", "-qm", "one"], check=True)
+    subprocess.run(
+        [*git, "clone", "-q", "--bare", str(work), str(docroot / "repo.git")], check=True
+    )
+    subprocess.run(["git", "-C", str(docroot / "repo.git"), "update-server-info"], check=True)
+    a, f = net.allowed.port, net.forbidden.port
+    pip = (
+        f"{sys.executable} -m pip install -q --no-cache-dir --disable-pip-version-check"
+        f" --no-deps --target {net.root}/site --trusted-host allowed.test --trusted-host forbidden.test"
+    )
+    got = net.run(
+        f"{pip} --index-url http://allowed.test:{a}/files/simple/ egress-demo && "
+        f"PYTHONPATH={net.root}/site {sys.executable} -c 'import egress_demo' && "
+        f"git clone -q http://allowed.test:{a}/files/repo.git {net.root}/clone && "
+        f"cat {net.root}/clone/README"
+    )
+    assert "egress_demo imported" in got and "fetched through the egress proxy" in got, got
+    got = net.run(
+        f"{pip} --retries 0 --index-url http://forbidden.test:{f}/files/simple/ egress-demo;"
+        f" echo rc=$?; git clone -q http://forbidden.test:{f}/files/repo.git {net.root}/c2; echo rc=$?"
+    )
+    assert "rc=0" not in got, got
+    assert not any(p.startswith("/files/") for p in net.forbidden.paths), net.forbidden.paths
+    assert any("forbidden.test" in line for line in net.refusals())
 
 
 def test_instructions_say_what_is_allowed(net: _Net) -> None:
