@@ -674,8 +674,12 @@ class Sandbox:
                 )
             return text
         if self.settings.mode == "none":
-            return "Commands run unsandboxed (sandbox disabled)."
-        return f"WARNING: commands run UNSANDBOXED: {self.reason}"
+            unenforced = (
+                " The [network] allow list is NOT enforced." if self.settings.network else ""
+            )
+            return "Commands run unsandboxed (sandbox disabled)." + unenforced
+        unenforced = " The [network] allow list is NOT enforced." if self.settings.network else ""
+        return f"WARNING: commands run UNSANDBOXED: {self.reason}{unenforced}"
 
     # ------------------------------------------------------------ environment
 

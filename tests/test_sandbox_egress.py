@@ -536,3 +536,12 @@ def test_config_file_errors_name_the_line(tmp_path: Path) -> None:
     finally:
         proc.close()
     assert "allow_network = true gives them the whole network" in proc.stderr
+
+
+def test_an_unsandboxed_host_says_the_allow_list_is_not_enforced(tmp_path: Path) -> None:
+    cfg = tmp_path / "toolwire.toml"
+    cfg.write_text('[network]\nallow = ["pypi.org"]\n')
+    args = ["--root", str(tmp_path), "--sandbox", "none", "--no-entry-points", "--config", str(cfg)]
+    with HostProcess(args) as h:
+        text = h.initialize()["result"].get("instructions", "")
+    assert "The [network] allow list is NOT enforced." in text, text
