@@ -678,7 +678,11 @@ async def serve_http(
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(announce)
-        await server.serve(sockets=[sock])
+        try:
+            await server.serve(sockets=[sock])
+        except SystemExit:  # uvicorn exits (3) when the lifespan startup failed
+            if app.startup_error is None:
+                raise
         tg.cancel_scope.cancel()
     if app.startup_error is not None:
         if isinstance(app.startup_error, StartupError):

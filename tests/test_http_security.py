@@ -59,6 +59,18 @@ def test_non_loopback_bind_without_auth_is_refused(tmp_path: Path) -> None:
     assert "without authentication" in err and "--allow-unauthenticated" in err
 
 
+def test_a_host_that_does_not_start_exits_with_its_reason(tmp_path: Path) -> None:
+    """A start-up failure in the ASGI lifespan (here a tools module that does not
+    import) ends ``serve --http`` with exit code 2 and the reason, as on stdio; uvicorn
+    exits with SystemExit(3) then, which once escaped as a traceback and exit code 1."""
+    code, err = run_host_expect_exit(
+        tmp_path,
+        ["--http", "127.0.0.1:0", "--sandbox", "none", "--tools", "no_such_module_xyz"],
+    )
+    assert code == 2, err
+    assert "no_such_module_xyz" in err and "Traceback" not in err
+
+
 def test_bearer_token(tmp_path: Path) -> None:
     token_file = tmp_path / "token"
     token_file.write_text("s3cret-token\n")
