@@ -12,7 +12,9 @@ its own, so files a tool writes cannot reconfigure the next host). Tables:
 * ``[http]``: serve Streamable HTTP (:mod:`toolwire.host.httpconfig`);
 * ``[workers]``: ``start`` (``"spawn"``, the default, or ``"fork"``: ``--worker-start``);
 * ``[network]``: the egress policy of sandboxed processes (``allow``, ``resolve``,
-  ``tools.NAME.allow``, ``modules.NAME.allow``: :mod:`toolwire.host.egresspolicy`).
+  ``tools.NAME.allow``, ``modules.NAME.allow``: :mod:`toolwire.host.egresspolicy`);
+* ``[fleet]``: ``state_keys``, ``audience``, ``bus`` — ``--state-keys``, ``--audience``,
+  ``--bus`` (:mod:`toolwire.host.fleet`).
 
 The whole file is checked against a schema (:func:`config_schema`, pydantic) before any
 of it is used: unknown tables and keys are errors, and types are strict — a string
@@ -33,7 +35,7 @@ from typing import Annotated, Any, Literal
 
 __all__ = ["ConfigError", "config_schema", "key_line", "load_config_file"]
 
-_TABLES = ("host", "sandbox", "approval", "http", "workers", "network")
+_TABLES = ("host", "sandbox", "approval", "http", "workers", "network", "fleet")
 
 
 class ConfigError(ValueError):
@@ -44,8 +46,8 @@ class ConfigError(ValueError):
 @functools.cache
 def config_schema() -> Any:
     """The pydantic model of a whole ``toolwire.toml``: tables ``host``, ``sandbox``,
-    ``approval``, ``http`` and ``workers``, extra keys forbidden, strict types. Built on
-    first use: pydantic is imported only when a config file is read, so ``toolwire serve`` without one starts
+    ``approval``, ``http``, ``workers``, ``network`` and ``fleet``, extra keys forbidden,
+    strict types. Built on first use: pydantic is imported only when a config file is read, so ``toolwire serve`` without one starts
     faster. It checks shapes only: its defaults are placeholders (the host's defaults are
     :class:`~toolwire.host.options.HostConfig`'s and
     :class:`~toolwire.host.sandbox.SandboxSettings`'), and only the keys a file sets are
@@ -150,6 +152,12 @@ def config_schema() -> Any:
             NetworkPolicy.from_table({"resolve": value})
             return value
 
+    class FleetTable(BaseModel):  # toolwire.host.fleet.FleetSettings
+        model_config = strict
+        state_keys: str | None = None
+        audience: str | None = None
+        bus: str | None = None
+
     class ConfigFileModel(BaseModel):
         model_config = strict
         host: HostTable = HostTable()
@@ -158,6 +166,7 @@ def config_schema() -> Any:
         http: HttpTable = HttpTable()
         workers: WorkersTable = WorkersTable()
         network: NetworkTable | None = None
+        fleet: FleetTable = FleetTable()
 
     return ConfigFileModel
 

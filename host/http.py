@@ -49,6 +49,7 @@ from toolwire.session import Session
 from toolwire.streams import MemoryReceiveStream
 
 from .approval import ApprovalPolicy
+from .bus import open_bus, relaying
 from .connection import _load_modules, build_registry, describe, start_workers
 from .context import ExecEnv
 from .executor import Executor
@@ -139,7 +140,10 @@ class HttpHost(_LegacyLeg):
             *settings.allowed_origins,
         ]
         shown = f"[{settings.host}]" if ":" in settings.host else settings.host
-        self.auth = Authenticator(settings, f"http://{shown}:{settings.port}{settings.path}")
+        fleet = config.fleet  # the fleet's audience is the default OAuth resource
+        url = fleet.audience or f"http://{shown}:{settings.port}{settings.path}"
+        self.auth = Authenticator(settings, url)
+        self.bus = open_bus(fleet.bus)
         self.ready = False
         self.startup_error: BaseException | None = None
         self.sessions: dict[str, _LegacySession] = {}
@@ -177,7 +181,11 @@ class HttpHost(_LegacyLeg):
         self._approval = ApprovalPolicy.parse(config.approve)
         self._instructions = describe(config, env, inputs)
         self._primary = self._new_server()
-        self._primary.modern.signer = PrincipalSigner()  # rounds bound to their principal
+        # Rounds bound to their principal and the fleet's audience, signed with its key
+        # ring (or a key of this process's own).
+        audience = config.fleet.audience or self.auth.resource
+        self._primary.modern.signer = PrincipalSigner(keys=config.fleet.keys, audience=audience)
+        await self.bus.connect()  # an unreachable bus stops the start (StartupError)
         self._direct = direct_session()
         activate(inputs)
         try:
@@ -195,20 +203,25 @@ class HttpHost(_LegacyLeg):
                 tg.cancel_scope.cancel()
         finally:
             deactivate(inputs)
+            await self.bus.aclose()
 
     @contextlib.asynccontextmanager
     async def _serving(self, tg: TaskGroup, registry: Registry) -> AsyncIterator[None]:
         assert self._approval is not None
         self._approval.settle(t.name for t in registry)
         tg.start_soon(self._expire_sessions)
-        self.ready = True
-        log.info("serving %d tools over HTTP", len(registry))
-        try:
-            yield
-        finally:
-            self.ready = False
-            for session in list(self.sessions.values()):
-                self._end_session(session)
+        assert self._primary is not None
+        listen = self._primary.modern
+        registry.off_change(listen._tools_changed)  # the bus tells the listen streams
+        async with relaying(self.bus, registry, listen._tools_changed):
+            self.ready = True
+            log.info("serving %d tools over HTTP", len(registry))
+            try:
+                yield
+            finally:
+                self.ready = False
+                for session in list(self.sessions.values()):
+                    self._end_session(session)
 
     def _new_server(self) -> HostServer:
         assert self._registry is not None and self._env is not None

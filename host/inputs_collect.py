@@ -32,6 +32,8 @@ def collect(config: HostConfig) -> HostInputs:
         found.add(config.config_file, "the --config file")
     if config.sandbox.bwrap is not None:
         found.add(config.sandbox.bwrap, "the configured bubblewrap")
+    if config.fleet.state_keys is not None:
+        found.add(config.fleet.state_keys, "the --state-keys key ring")
     for spec in config.tools:
         path = Path(spec)
         if spec.endswith(".py") or path.is_file():

@@ -16,6 +16,12 @@ from typing import Any, Literal
 from toolwire.framing import DEFAULT_MAX_MESSAGE_SIZE
 
 from .config import load_config_file
+from .fleet import (
+    FleetSettings,
+    add_fleet_arguments,
+    check_key_ring_outside,
+    fleet_settings_from,
+)
 from .httpconfig import HttpSettings, add_http_arguments, http_settings_from
 from .sandbox import SandboxSettings
 
@@ -62,6 +68,8 @@ class HostConfig:
             a host input (:mod:`toolwire.host.inputs`).
         http: serve Streamable HTTP with these settings instead of stdio (None: stdio;
             :mod:`toolwire.host.httpconfig`).
+        fleet: what HTTP replicas of one fleet share: the ``requestState`` key ring,
+            the audience, the change bus (:mod:`toolwire.host.fleet`).
     """
 
     root: Path = field(default_factory=Path.cwd)
@@ -83,6 +91,7 @@ class HostConfig:
     reload: bool = False
     config_file: Path | None = None
     http: HttpSettings | None = None
+    fleet: FleetSettings = field(default_factory=FleetSettings)
 
 
 def _message_size(text: str) -> int:
@@ -213,6 +222,7 @@ def build_parser(prog: str = "toolwire serve") -> argparse.ArgumentParser:
         help="seconds to wait for the client's approval answer (default: 120)",
     )
     add_http_arguments(p)
+    add_fleet_arguments(p)
     return p
 
 
@@ -236,6 +246,7 @@ def config_from_args(ns: argparse.Namespace) -> HostConfig:
         "approval_timeout",
         "http",
         "worker_start",
+        "fleet",
     }
     unknown = set(host) - known
     if unknown:
@@ -282,6 +293,7 @@ def config_from_args(ns: argparse.Namespace) -> HostConfig:
             reload=bool(pick(ns.reload, "reload", False)),
             config_file=getattr(ns, "config", None),
             http=http_settings_from(ns, tables.get("http", {})),
+            fleet=fleet_settings_from(ns, tables.get("fleet", {})),
         )
     )
 
@@ -307,6 +319,13 @@ def _with_network(settings: SandboxSettings, table: dict[str, Any] | None) -> Sa
 
 
 def _check(config: HostConfig) -> HostConfig:
+    if config.fleet.configured and config.http is None:
+        raise ValueError(
+            "--state-keys, --audience and --bus ([fleet]) apply to replicas serving "
+            "--http; give --http HOST:PORT"
+        )
+    if refusal := check_key_ring_outside(config.fleet.state_keys, config.root):
+        raise ValueError(refusal)
     if config.reload and config.isolation != "process":
         raise ValueError(
             "--reload needs --isolation process (modules imported into the host cannot be unloaded)"

@@ -13,6 +13,7 @@ import base64
 import binascii
 import contextvars
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from toolwire import _json
@@ -88,23 +89,46 @@ def end_round(token: contextvars.Token[InputRound | None]) -> None:
 
 
 class StateSigner:
-    """Signs and checks ``requestState`` with HMAC-SHA256 under a random per-host key.
+    """Signs and checks ``requestState`` with HMAC-SHA256 under a random per-host key,
+    or under a key ring shared by a fleet of hosts (``--state-keys``, :mod:`.fleet`).
 
-    A state is ``BASE64URL(JSON payload) "." BASE64URL(MAC)``; the key lives only in the
-    host's memory, so a state is valid only for the host process that issued it.
+    A state is ``BASE64URL(JSON payload) "." BASE64URL(MAC)``. With the random key, which
+    lives only in the host's memory, a state is valid only for the host process that
+    issued it. With a key ring the first key signs and every key verifies, so any host
+    holding the ring finishes a round another began, and a key being rotated out keeps
+    verifying until it is removed from the ring. With an ``audience`` every state names
+    it (``aud``) and a state naming another audience is refused (MCP 2026-07-28 security
+    considerations: bind the state to its issuer).
+
+    Args:
+        key: the one key (default: 32 random bytes).
+        lifetime: seconds a state stays valid.
+        keys: a key ring (overrides ``key``): the first signs, all verify.
+        audience: the audience states are issued for and must name (None: not bound).
     """
 
-    def __init__(self, key: bytes | None = None, lifetime: float = STATE_LIFETIME) -> None:
+    def __init__(
+        self,
+        key: bytes | None = None,
+        lifetime: float = STATE_LIFETIME,
+        *,
+        keys: Sequence[bytes] = (),
+        audience: str | None = None,
+    ) -> None:
         import secrets
 
-        self._key = key if key is not None else secrets.token_bytes(32)
+        self._keys = list(keys) or [key if key is not None else secrets.token_bytes(32)]
         self.lifetime = lifetime
+        self.audience = audience
 
     def sign(self, payload: dict[str, Any]) -> str:
-        """The signed state for ``payload`` (a JSON object), with an expiry added."""
+        """The signed state for ``payload`` (a JSON object), with an expiry (and the
+        audience) added."""
         body = dict(payload, exp=int(time.time() + self.lifetime))
+        if self.audience is not None:
+            body["aud"] = self.audience
         raw = _json.dumps(body)
-        mac = _mac(self._key, raw)
+        mac = _mac(self._keys[0], raw)
         return _b64(raw) + "." + _b64(mac)
 
     def verify(self, state: Any) -> dict[str, Any]:
@@ -112,7 +136,9 @@ class StateSigner:
 
         Raises:
             JsonRpcError: -32602 when the state is not a string, was altered, was not
-                signed by this host process, or expired.
+                signed with a key this host holds, expired, or names another audience
+                (-32602 is what the reference server and the SDKs answer for a bad state;
+                the specification asks only for a JSON-RPC error).
         """
         if type(state) is not str:
             raise JsonRpcError(INVALID_PARAMS, "requestState must be a string")
@@ -122,10 +148,9 @@ class StateSigner:
             mac = _unb64(mac_b64)
         except ValueError:
             raise JsonRpcError(INVALID_PARAMS, "requestState is malformed") from None
-        good = _mac(self._key, raw)
         import hmac
 
-        if not hmac.compare_digest(good, mac):
+        if not any(hmac.compare_digest(_mac(key, raw), mac) for key in self._keys):
             raise JsonRpcError(
                 INVALID_PARAMS, "requestState was altered or was not issued by this host"
             )
@@ -134,6 +159,8 @@ class StateSigner:
             raise JsonRpcError(INVALID_PARAMS, "requestState is malformed")
         if type(payload.get("exp")) is not int or payload["exp"] < time.time():
             raise JsonRpcError(INVALID_PARAMS, "requestState has expired; call again")
+        if self.audience is not None and payload.get("aud") != self.audience:
+            raise JsonRpcError(INVALID_PARAMS, "requestState was issued for another audience")
         return payload
 
 
