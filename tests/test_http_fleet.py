@@ -291,7 +291,7 @@ def _add_tool(h: HttpHost, token_value: str, name: str) -> None:
 
 
 def _listen_then(
-    listener: HostHTTP, changes: list[tuple[HostHTTP, str]], token_value: str
+    listener: HttpHost, changes: list[tuple[HttpHost, str]], token_value: str
 ) -> list[str]:
     """Listen on ``listener``; after the acknowledgement, make each change in turn,
     waiting for its notification on the listen stream before the next."""
@@ -313,7 +313,6 @@ def _listen_then(
     return got
 
 
-HostHTTP = HttpHost
 ACK = "notifications/subscriptions/acknowledged"
 CHANGED = "notifications/tools/list_changed"
 
