@@ -476,6 +476,13 @@ def test_the_image_copies_every_package_the_project_installs() -> None:
         assert directory in copied
 
 
+def test_the_image_can_use_the_change_bus() -> None:
+    """The redis component passes --bus, which needs the redis package: the image
+    installs the project with its 'fleet' extra (else the pods refuse to start)."""
+    text = (DEPLOY / "Dockerfile").read_text()
+    assert re.search(r"pip install [^\n]*'\.\[fleet\]'", text), "install '.[fleet]'"
+
+
 # ------------------------------------------------------------------ the balancer
 
 
