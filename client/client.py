@@ -73,6 +73,7 @@ from toolwire.modern import (
     RESULT_INPUT_REQUIRED,
     envelope_meta,
 )
+from toolwire.router import Router
 from toolwire.session import ProgressListener, RequestContext, Session
 
 from .approval import ApprovalCallback, decide
@@ -383,21 +384,23 @@ class Client:
 
             stack.push_async_callback(end_host)
         assert receive is not None and send is not None
-        session = Session(
-            receive, send, framing=self.framing, cancel_dialect=self.cancel_dialect, name="client"
-        )
-        session.notification_handlers.update(
-            {
-                "notifications/message": self._on_message,
-                "notifications/tools/list_changed": self._on_list_changed,
-            }
-        )
-        session.request_handlers["ping"] = _answer_ping
+        router = Router()
+        router.on_notification("notifications/message", self._on_message)
+        router.on_notification("notifications/tools/list_changed", self._on_list_changed)
+        router.on_request("ping", _answer_ping)
         if self.on_approval is not None:
-            session.request_handlers[APPROVE] = self._answer_approve
+            router.on_request(APPROVE, self._answer_approve)
         for method in ("elicitation/create", "sampling/createMessage", "roots/list"):
             if self.inputs.callback_for(method) is not None:
-                session.request_handlers[method] = self._answer_input
+                router.on_request(method, self._answer_input)
+        session = Session(
+            receive,
+            send,
+            router=router,
+            framing=self.framing,
+            cancel_dialect=self.cancel_dialect,
+            name="client",
+        )
         self._session = session
         await stack.enter_async_context(session.running())
         if self.era != "legacy" and await self._discover(session):

@@ -17,6 +17,7 @@ import anyio
 
 from toolwire.errors import INVALID_PARAMS, JsonRpcError
 from toolwire.framing import DEFAULT_MAX_MESSAGE_SIZE
+from toolwire.router import Router
 from toolwire.session import RequestContext, Session, progress_accepted, size_text
 from toolwire.streams import FdReceiveStream, FdSendStream
 
@@ -177,16 +178,21 @@ class _Worker:
             abandon_threads=False,
         )
 
+    def router(self) -> Router:
+        """The worker's side of the worker protocol: the methods the host calls."""
+        router = Router()
+        router.on_inline_request("initialize", self.initialize)
+        router.on_request("tools/call", self.call)
+        router.on_request(HOOK, self.hook)
+        router.on_request(PREPARE, self.prepare)
+        # Answered in the read loop: a worker whose event loop is wedged does not answer.
+        router.on_inline_request(HEARTBEAT, lambda params, ctx: {})
+        return router
+
     def attach(self, session: Session) -> None:
         self.session = session
         if self.failure is None:
             self.registry.on_change(self._changed)
-        session.inline_request_handlers["initialize"] = self.initialize
-        session.request_handlers["tools/call"] = self.call
-        session.request_handlers[HOOK] = self.hook
-        session.request_handlers[PREPARE] = self.prepare
-        # Answered in the read loop: a worker whose event loop is wedged does not answer.
-        session.inline_request_handlers[HEARTBEAT] = lambda params, ctx: {}
 
     def _changed(self) -> None:
         """The module changed the registry while serving: tell the host (from the event
@@ -336,20 +342,21 @@ def serve(config: dict[str, Any], read_fd: int, write_fd: int) -> None:
     worker = _Worker(config)
 
     async def run() -> None:
+        limit = int(config.get("maxMessageSize", DEFAULT_MAX_MESSAGE_SIZE))
         session = Session(
             FdReceiveStream(read_fd),
             FdSendStream(write_fd),
+            router=worker.router(),
             framing="ndjson",
             name="worker",
             cancel_dialect="lsp",
-        )
-        session.replace_surrogates = False  # the host replaces them for its client
-        limit = int(config.get("maxMessageSize", DEFAULT_MAX_MESSAGE_SIZE))
-        session.max_send_size = limit
-        session.oversized_reply = lambda size: JsonRpcError(
-            TOOL_ERROR,
-            f"its result is {size_text(size)}, over the {size_text(limit)} limit of a message "
-            "from a worker process (--max-message-size)",
+            replace_surrogates=False,  # the host replaces them for its client
+            max_send_size=limit,
+            oversized_reply=lambda size: JsonRpcError(
+                TOOL_ERROR,
+                f"its result is {size_text(size)}, over the {size_text(limit)} limit of a "
+                "message from a worker process (--max-message-size)",
+            ),
         )
         worker.attach(session)
         await session.serve()

@@ -244,14 +244,13 @@ async def _run(
         approval_timeout=config.approval_timeout,
         server_description=env.sandbox.describe() if env.sandbox is not None else None,
     )
-    session = Session(
+    session = server.open_session(
         receive,
         send,
         framing=config.framing,
         max_message_size=config.max_message_size,
         name="host",
     )
-    server.attach(session)
     failed: StartupError | None = None
     async with contextlib.AsyncExitStack() as stack:
         if config.isolation == "process":
@@ -288,7 +287,8 @@ def start_workers(
         notify=lambda level, text: server.send_log(level, text, "toolwire"),
         host_closing=lambda: server.session is not None and server.session.closing,
         client_backlogged=lambda: (
-            server.session is not None and server.session.queued_bytes > server.session.high_water
+            server.session is not None
+            and server.session.queued_bytes > server.session.output.high_water
         ),
     )
 

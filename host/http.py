@@ -566,12 +566,12 @@ class HttpHost(_LegacyLeg):
         session = Session(
             inbox,
             _Outbox(deliver),
+            router=self._primary.modern.router(),
             framing="ndjson",
             max_message_size=self.config.max_message_size,
             name="http",
+            unsolicited=lambda: False,  # 2026-07-28: only what the request asked for
         )
-        session.request_router = self._primary.modern.route
-        session.unsolicited = lambda: False  # 2026-07-28: only what the request asked for
         inbox.put(body + b"\n")
         async with anyio.create_task_group() as tg:
             tg.start_soon(session.serve)

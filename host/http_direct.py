@@ -146,7 +146,7 @@ async def answer_direct(
                 reply = None  # the client left: nothing more is sent
     if reply is None or scope.cancelled_caught:
         return True
-    raw = session._encode_reply(reply)
+    raw = session.output.encode_reply(reply)
     status = 200
     error = reply.get("error")
     if type(error) is dict and type(error.get("code")) is int:

@@ -24,7 +24,6 @@ from anyio.abc import TaskGroup
 from toolwire import _json
 from toolwire.errors import INTERNAL_ERROR, INVALID_REQUEST
 from toolwire.messages import is_valid_id
-from toolwire.session import Session
 from toolwire.streams import MemoryReceiveStream
 
 from .http_wire import (
@@ -59,14 +58,13 @@ class _LegacySession:
         self.principal = principal
         self.server = server
         self.inbox = MemoryReceiveStream()
-        self.session = Session(
+        self.session = server.open_session(
             self.inbox,
             _Outbox(self._route),
             framing="ndjson",
             max_message_size=max_size,
             name=f"http-session-{sid[:8]}",
         )
-        server.attach(self.session)
         self.exchanges: dict[Any, _Exchange] = {}
         self.tokens: dict[Any, _Exchange] = {}
         self.stream: _Exchange | None = None

@@ -42,7 +42,8 @@ from toolwire.modern import (
     is_modern_request,
     parse_envelope,
 )
-from toolwire.session import RequestContext, RequestHandler, Session
+from toolwire.router import Deferred, RequestHandler, Router, method_not_found
+from toolwire.session import RequestContext, Session
 
 from .batch import run_batch
 from .channel import LOG_LEVELS, ModernCall, ModernChannel
@@ -105,9 +106,13 @@ class _Listener:
 class ModernServer:
     """The 2026-07-28 side of a :class:`~toolwire.host.server.HostServer`.
 
-    Hook :meth:`route` into the session (``Session.request_router``): it claims modern
-    requests and leaves the others to the 2025-11-25 handlers.
+    The host's router asks :meth:`claims` of every request it reads; one claimed is
+    answered by :attr:`deferred` (its era's handler, from a task), the others by the
+    2025-11-25 handlers.
     """
+
+    methods_of_any_params = (DISCOVER, LISTEN)
+    """Methods of 2026-07-28 only: claimed whatever their params."""
 
     def __init__(self, server: ModernHost) -> None:
         self.server = server
@@ -121,16 +126,37 @@ class ModernServer:
             LISTEN: self._listen,
         }
         server.registry.on_change(self._tools_changed)
+        self.deferred = Deferred.to(self._handle)
+        """Answers a claimed request (from a task; :meth:`claims`)."""
 
     # ------------------------------------------------------------------ routing
 
-    def route(self, method: str, params: Any) -> RequestHandler | None:
-        """The handler for a modern request, or None to leave it to the legacy handlers."""
+    def claims(self, method: str, params: Any) -> bool:
+        """Whether a request is of 2026-07-28 (its ``_meta`` envelope, or a method of that
+        revision only) and served here; none is after an LSP ``shutdown``."""
         if self.server.shutdown_requested:
-            return None
-        if is_modern_request(params) or method in (DISCOVER, LISTEN):
-            return self._handle
-        return None
+            return False
+        return is_modern_request(params) or method in self.methods_of_any_params
+
+    def route(self, method: str, params: Any) -> RequestHandler | None:
+        """The handler of a request :meth:`claims`, or None to leave it to the legacy
+        handlers (the HTTP direct path calls it without a session)."""
+        return self._handle if self.claims(method, params) else None
+
+    def router(self) -> Router:
+        """A router serving only 2026-07-28 requests (every other is -32601), for a
+        session of one HTTP request."""
+        router = Router()
+
+        def claim(params: Any, ctx: RequestContext) -> Deferred:
+            if self.claims(ctx.method, params):
+                return self.deferred
+            raise method_not_found(ctx.method)
+
+        for method in self.methods_of_any_params:
+            router.on_inline_request(method, claim)
+        router.on_unknown_request(claim)
+        return router
 
     async def _handle(self, params: Any, rctx: RequestContext) -> dict[str, Any]:
         envelope = parse_envelope(params)

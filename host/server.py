@@ -15,6 +15,8 @@ import logging
 import time
 from typing import Any
 
+from anyio.abc import ByteReceiveStream, ByteSendStream
+
 from toolwire import __version__
 from toolwire.constants import LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
 from toolwire.errors import (
@@ -26,14 +28,8 @@ from toolwire.errors import (
 from toolwire.extensions import CALL_BATCH, ApprovalDecision
 from toolwire.jsonschema_facts import json_type
 from toolwire.messages import empty_or_object, is_valid_id
-from toolwire.session import (
-    ABORT_WAIT,
-    PARAMS_NOT_AN_OBJECT,
-    Deferred,
-    RequestContext,
-    RequestHandler,
-    Session,
-)
+from toolwire.router import Deferred, InlineHandler, Router, method_not_found
+from toolwire.session import ABORT_WAIT, PARAMS_NOT_AN_OBJECT, RequestContext, Session
 
 from .approval import ApprovalPolicy, HostDenial, approve_call
 from .arguments import ArgumentError
@@ -129,40 +125,66 @@ class HostServer:
         self.pipeline = Pipeline(self.executor, registry.hooks, self.approval, self.ask_approval)
         registry.on_change(self._tools_changed)
         self.modern = ModernServer(self)
+        self._call_job = Deferred.to(self.tools_call)
+        self._batch_job = Deferred.to(self._tools_call_batch)
 
-    def attach(self, session: Session) -> None:
-        """Register this server's handlers on ``session``."""
+    def open_session(
+        self, receive: ByteReceiveStream, send: ByteSendStream, **options: Any
+    ) -> Session:
+        """A session serving this host's methods on the two streams (``options`` are
+        :class:`Session`'s: framing, max_message_size, name), attached to this server."""
+        session = Session(
+            receive, send, router=self.router(), unsolicited=self._unsolicited, **options
+        )
         self.session = session
-        session.request_router = self._route
-        session.unsolicited = lambda: self.legacy_spoken
-        session.inline_request_handlers.update(
-            {
-                "initialize": self._initialize,
-                "ping": self._ping,
-                "tools/list": self.tools_list,
-                "logging/setLevel": self._set_level,
-                "shutdown": self._shutdown,
-            }
-        )
-        session.request_handlers["tools/call"] = self.tools_call
-        session.on_request = self._start_early
-        session.request_handlers[CALL_BATCH] = self._tools_call_batch
-        session.notification_handlers.update(
-            {
-                "notifications/initialized": self._on_initialized,
-                "initialized": self._on_initialized,
-                "exit": self._on_exit,
-            }
-        )
+        return session
 
-    def _route(self, method: str, params: Any) -> RequestHandler | None:
-        """The session's request router: MCP 2026-07-28 requests go to
+    def _unsolicited(self) -> bool:
+        return self.legacy_spoken
+
+    def router(self) -> Router:
+        """The host's methods in both eras, by name.
+
+        Every request is inline (read-loop) first, where its era is chosen by its
+        params: an MCP 2026-07-28 request (its ``_meta`` envelope, or
+        ``server/discover`` / ``subscriptions/listen``) is deferred to
         :class:`~.modern.ModernServer`; any other request is served in 2025-11-25,
-        which tells the host the client speaks that revision (:attr:`legacy_spoken`)."""
-        handler = self.modern.route(method, params)
-        if handler is None:
+        which tells the host the client speaks that revision (:attr:`legacy_spoken`).
+        ``tools/call`` and ``tools/callBatch`` are then answered from a task.
+        """
+        router = Router()
+        inline: dict[str, InlineHandler | None] = {
+            **dict.fromkeys(self.modern.methods_of_any_params),
+            "initialize": self._initialize,
+            "ping": self._ping,
+            "tools/list": self.tools_list,
+            "logging/setLevel": self._set_level,
+            "shutdown": self._shutdown,
+            "tools/call": self._read_tools_call,
+            CALL_BATCH: lambda params, ctx: self._batch_job,
+        }
+        for method, legacy in inline.items():
+            router.on_inline_request(method, self._either_era(legacy))
+        router.on_unknown_request(self._either_era(None))
+        router.on_notification("notifications/initialized", self._on_initialized)
+        router.on_notification("initialized", self._on_initialized)
+        router.on_notification("exit", self._on_exit)
+        return router
+
+    def _either_era(self, legacy: InlineHandler | None) -> InlineHandler:
+        """An inline handler serving a 2026-07-28 request in :class:`~.modern.ModernServer`
+        and any other with ``legacy`` (None: -32601)."""
+        modern = self.modern
+
+        def serve(params: Any, ctx: RequestContext) -> Any:
+            if modern.claims(ctx.method, params):
+                return modern.deferred
             self.legacy_spoken = True
-        return handler
+            if legacy is None:
+                raise method_not_found(ctx.method)
+            return legacy(params, ctx)
+
+        return serve
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -330,16 +352,6 @@ class HostServer:
         name = params.get("name")
         if type(name) is not str:
             raise JsonRpcError(INVALID_PARAMS, "tools/call needs a string 'name'")
-        early = rctx.early if modern is None else None
-        if type(early) is Prepared:
-            # Sent to its worker as it was read (_start_early), after the preflight it
-            # had then: it runs as the registry and hooks were at that moment, like a
-            # call in flight across a reload, and is never sent twice.
-            try:
-                return await self.pipeline.execute(early)
-            finally:
-                if isinstance(early.ctx.channel, LegacyChannel):
-                    early.ctx.channel.end_work()
         tool = self.registry.get(name)
         if tool is None:
             raise JsonRpcError(INVALID_PARAMS, f"Unknown tool: {name}", {"name": name})
@@ -377,8 +389,31 @@ class HostServer:
         session = self.session
         return self.lsp_initialize or (session is not None and session.framing == "lsp")
 
-    def _start_early(self, rctx: RequestContext, params: Any) -> None:
-        """As a ``tools/call`` is read (:attr:`Session.on_request`): when its tool runs in
+    def _read_tools_call(self, params: Any, rctx: RequestContext) -> Deferred:
+        """A 2025-11-25 ``tools/call`` as it is read: started early when it can be
+        (:meth:`_start_early`), then answered from a task (:meth:`tools_call`)."""
+        try:
+            early = self._start_early(rctx, params)
+        except Exception:
+            log.exception("early start failed for request %r", rctx.id)
+            early = None
+        if early is None:
+            return self._call_job
+        started = early
+        return Deferred(lambda: self._execute_early(started))
+
+    async def _execute_early(self, early: Prepared) -> dict[str, Any]:
+        """Finish a call sent to its worker as it was read (:meth:`_start_early`), after
+        the preflight it had then: it runs as the registry and hooks were at that moment,
+        like a call in flight across a reload, and is never sent twice."""
+        try:
+            return await self.pipeline.execute(early)
+        finally:
+            if isinstance(early.ctx.channel, LegacyChannel):
+                early.ctx.channel.end_work()
+
+    def _start_early(self, rctx: RequestContext, params: Any) -> Prepared | None:
+        """As a ``tools/call`` is read (:meth:`_read_tools_call`): when its tool runs in
         a worker and nothing in the host must see the call before the handler (no
         before hook, no approval, no argument preparation, no mutation queue) and its
         arguments pass the host's check, send it to a worker that can take it at once
@@ -386,9 +421,10 @@ class HostServer:
         for its turn in the host; :meth:`tools_call` takes it over. What was decided
         here is the call's preflight (the same outcome :meth:`Pipeline.preflight` gives
         such a call): a reload between now and the request's turn changes nothing for
-        it, as for any call already in flight. Its timeout counts from the send."""
-        if rctx.method != "tools/call" or type(params) is not dict:
-            return
+        it, as for any call already in flight. Its timeout counts from the send.
+        Returns the call so started, None when it waits for its turn."""
+        if type(params) is not dict:
+            return None
         name = params.get("name")
         tool = self.registry.get(name) if type(name) is str else None
         if (
@@ -397,35 +433,35 @@ class HostServer:
             or tool.prepare_arguments is not None
             or tool.mutates
         ):
-            return
+            return None
         hooks = self.pipeline.hooks
         if hooks.before and hooks.before_for(tool.name):
-            return
+            return None
         if self.approval.active and self.approval.needs_approval(tool):
-            return
+            return None
         arguments = empty_or_object(params.get("arguments"))
         if arguments is None:
-            return
+            return None
         try:
             checked = tool.check(arguments)
             kwargs = checked.kwargs()
         except ArgumentError:
-            return  # the request reports it
+            return None  # the request reports it
         channel = self._legacy_channel(rctx, params, tool.name)
         ctx = ToolContext(rctx.id, tool.name, self.env, channel)
         timeout = tool.timeout if tool.timeout is not None else self.executor.default_timeout
         flight = tool.early_start(checked.arguments, ctx, timeout)
         if flight is None:
-            return  # it runs in its turn, with a channel of its own
+            return None  # it runs in its turn, with a channel of its own
         if channel.work_done is not None:
             channel.work_done.begin()
         ctx._early = flight
         call = IncomingCall(rctx.id, tool.name, arguments)
-        rctx.early = Prepared(tool, call, ctx, checked.arguments, kwargs)
         log.debug("%s: call %r sent to its worker as it was read", tool.name, rctx.id)
         # A request that ends before its handler took the call (cancelled, or the
         # connection closed) gives it up.
         rctx.on_done = lambda: flight.pool.release(flight)
+        return Prepared(tool, call, ctx, checked.arguments, kwargs)
 
     async def _tools_call_batch(self, params: Any, rctx: RequestContext) -> dict[str, Any]:
         return await run_batch(

@@ -52,6 +52,7 @@ from toolwire.errors import (
     RequestTimeout,
 )
 from toolwire.framing import DEFAULT_MAX_MESSAGE_SIZE
+from toolwire.router import Router
 from toolwire.session import OutboundRequest, RequestContext, Session
 from toolwire.streams import FdReceiveStream, FdSendStream
 
@@ -711,22 +712,24 @@ class WorkerProcess:
 
     def _open_session(self, tg: TaskGroup, from_worker_r: int, to_worker_w: int) -> None:
         workers = self.pool.workers_owner
+        router = Router()
+        router.on_request(ASK, self._answer_ask)
+        router.on_notification(TOOLS_CHANGED, self._tools_changed)
+        router.on_notification(PROGRESS, self._progress)
+        router.on_notification(LOG, self._log)
+        router.on_unknown_request(self._unexpected)
+        router.on_malformed(self._malformed)
         session = Session(
             FdReceiveStream(from_worker_r),
             FdSendStream(to_worker_w),
+            router=router,
             framing="ndjson",
             max_message_size=max(workers.max_message_size, DEFAULT_MAX_MESSAGE_SIZE),
             cancel_dialect="lsp",
             name=f"worker {self.pool.module.label} #{self.number}",
+            max_queued=MAX_QUEUED_FOR_WORKER,
+            replace_surrogates=False,  # the host's own process: arguments as sent
         )
-        session.request_handlers[ASK] = self._answer_ask
-        session.on_malformed = self._malformed
-        session.notification_handlers[TOOLS_CHANGED] = self._tools_changed
-        session.notification_handlers[PROGRESS] = self._progress
-        session.notification_handlers[LOG] = self._log
-        session.unknown_method_handler = self._unexpected
-        session.max_queued = MAX_QUEUED_FOR_WORKER
-        session.replace_surrogates = False  # the host's own process: arguments as sent
         self.session = session
         tg.start_soon(self._serve, session)
         tg.start_soon(self._watch_exit)
@@ -770,10 +773,14 @@ class WorkerProcess:
             raise JsonRpcError(TOOL_ERROR, "no call of this worker has that reference")
         return await self.pool.workers_owner.answer_ask(params, rctx)
 
-    def _unexpected(self, method: str) -> JsonRpcError:
-        """A request the host never serves for a worker: the worker broke the protocol."""
-        self._malformed(f"an unexpected request {method[:64]!r}")
-        return JsonRpcError(METHOD_NOT_FOUND, "Method not found")
+    def _unexpected(self, params: Any, ctx: RequestContext) -> Any:
+        """A request the host never serves for a worker: the worker broke the protocol.
+
+        Raises:
+            JsonRpcError: -32601, always.
+        """
+        self._malformed(f"an unexpected request {ctx.method[:64]!r}")
+        raise JsonRpcError(METHOD_NOT_FOUND, "Method not found")
 
     def _call_of(self, params: Any) -> ToolContext | None:
         """The context of the call ``params["ref"]`` names, if it is in flight here."""

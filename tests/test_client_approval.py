@@ -125,7 +125,7 @@ async def peer_host(**options: Any) -> AsyncIterator[tuple[Session, Client, list
             "serverInfo": {"name": "peer", "version": "0"},
         }
 
-    peer.inline_request_handlers["initialize"] = initialize
+    peer.router.on_inline_request("initialize", initialize)
     client = Client.connect(FdReceiveStream(c_r), FdSendStream(c_w), **options)  # type: ignore[arg-type]
     async with peer.running(), client:
         yield peer, client, inits

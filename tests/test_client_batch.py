@@ -211,10 +211,12 @@ async def plain_mcp_server() -> AsyncIterator[tuple[Client, list[str]]]:
     p_r, c_w = os.pipe()
     peer = Session(FdReceiveStream(p_r), FdSendStream(p_w), framing="ndjson", name="peer")  # type: ignore[arg-type]
     methods: list[str] = []
-    peer.unknown_method_handler = lambda m: (
-        methods.append(m),
-        JsonRpcError(-32601, f"Method not found: {m}"),
-    )[1]
+
+    def unknown(params: Any, ctx: RequestContext) -> Any:
+        methods.append(ctx.method)
+        raise JsonRpcError(-32601, f"Method not found: {ctx.method}")
+
+    peer.router.on_unknown_request(unknown)
 
     def initialize(params: Any, ctx: RequestContext) -> Any:
         methods.append("initialize")
@@ -232,8 +234,8 @@ async def plain_mcp_server() -> AsyncIterator[tuple[Client, list[str]]]:
             ]
         }
 
-    peer.inline_request_handlers["initialize"] = initialize
-    peer.request_handlers["tools/call"] = call
+    peer.router.on_inline_request("initialize", initialize)
+    peer.router.on_request("tools/call", call)
     client = Client.connect(FdReceiveStream(c_r), FdSendStream(c_w))  # type: ignore[arg-type]
     async with peer.running(), client:
         yield client, methods

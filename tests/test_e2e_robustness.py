@@ -102,7 +102,7 @@ class _NoInput(anyio.abc.ByteReceiveStream):
 def test_notifications_wait_for_a_peer_that_stops_reading() -> None:
     async def main() -> None:
         session = Session(_NoInput(), _NeverReads(), framing="ndjson")
-        session.high_water = 1024 * 1024
+        session.output.high_water = 1024 * 1024
         sent = 0
 
         async def flood() -> None:
@@ -116,12 +116,12 @@ def test_notifications_wait_for_a_peer_that_stops_reading() -> None:
             tg.start_soon(session.serve)
             tg.start_soon(flood)
             with anyio.fail_after(10):
-                while session.queued_bytes <= session.high_water:
+                while session.queued_bytes <= session.output.high_water:
                     await anyio.sleep(0.01)
             await anyio.wait_all_tasks_blocked()
             # the flood is held back: what is queued stays near the high-water mark
             assert sent < 1000
-            assert session.queued_bytes <= session.high_water + 2 * 100_100
+            assert session.queued_bytes <= session.output.high_water + 2 * 100_100
             session.close()
             tg.cancel_scope.cancel()
 

@@ -386,7 +386,7 @@ def test_a_progress_token_of_another_type_reaches_no_listener() -> None:
             ctx.session.notify("notifications/progress", {"progressToken": token, "progress": 1})
             return "done"
 
-        b.request_handlers["work"] = work
+        b.router.on_request("work", work)
         async with a.running(), b.running():
             for token in (1, 0):
                 result = await a.request(

@@ -46,9 +46,9 @@ def test_requests_both_ways_with_results_and_errors(framing: str) -> None:
             async def refuse(params: Any, ctx: RequestContext) -> Any:
                 raise JsonRpcError(-32001, "no", {"why": "because"})
 
-            b.request_handlers["add"] = add
-            b.request_handlers["refuse"] = refuse
-            a.request_handlers["add"] = add
+            b.router.on_request("add", add)
+            b.router.on_request("refuse", refuse)
+            a.router.on_request("add", add)
             assert await a.request("add", {"x": 2, "y": 3}, timeout=5) == 5
             assert await b.request("add", {"x": "a", "y": "b"}, timeout=5) == "ab"
             with pytest.raises(JsonRpcError) as e:
@@ -71,8 +71,8 @@ def test_a_handler_raising_a_stray_cancellation_gets_32603() -> None:
             async def ok(params: Any, ctx: RequestContext) -> Any:
                 return "ok"
 
-            b.request_handlers["stray"] = stray
-            b.request_handlers["ok"] = ok
+            b.router.on_request("stray", stray)
+            b.router.on_request("ok", ok)
             with pytest.raises(JsonRpcError) as e:
                 await a.request("stray", timeout=5)
             assert e.value.code == -32603
@@ -95,7 +95,7 @@ def test_request_timeout_cancels_the_peer_handler(dialect: str) -> None:
                 finally:
                     interrupted.set()
 
-            b.request_handlers["hang"] = hang
+            b.router.on_request("hang", hang)
             with pytest.raises(JsonRpcError) as e:
                 await a.request("hang", timeout=0.3)
             assert e.value.code == -32001
@@ -120,7 +120,7 @@ def test_leaving_a_cancel_scope_cancels_the_peer_handler() -> None:
                 finally:
                     interrupted.set()
 
-            b.request_handlers["hang"] = hang
+            b.router.on_request("hang", hang)
             async with anyio.create_task_group() as tg:
                 tg.start_soon(a.request, "hang")
                 await started.wait()
@@ -140,7 +140,7 @@ def test_pending_requests_fail_when_the_connection_closes() -> None:
                 started.set()
                 await anyio.sleep_forever()
 
-            b.request_handlers["hang"] = hang
+            b.router.on_request("hang", hang)
             async with anyio.create_task_group() as tg:
 
                 async def closer() -> None:
@@ -170,7 +170,7 @@ def test_peer_eof_cancels_in_flight_handlers() -> None:
             finally:
                 interrupted.set()
 
-        s.request_handlers["hang"] = hang
+        s.router.on_request("hang", hang)
         os.write(w, b'{"jsonrpc":"2.0","id":1,"method":"hang"}\n')
         os.close(w)  # EOF right behind the request
         with anyio.fail_after(5):

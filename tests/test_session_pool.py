@@ -28,8 +28,8 @@ def test_burst_with_blocked_requests_first_still_answers_the_rest() -> None:
             async def fast(params: Any, ctx: RequestContext) -> Any:
                 return params["i"]
 
-            b.request_handlers["block"] = block
-            b.request_handlers["fast"] = fast
+            b.router.on_request("block", block)
+            b.router.on_request("fast", fast)
             blocked_results: list[Any] = []
             fast_results: list[Any] = []
 
@@ -71,8 +71,8 @@ def test_workers_are_reused_after_a_burst() -> None:
                 await gate.wait()
                 return "done"
 
-            b.request_handlers["echo"] = echo
-            b.request_handlers["wait"] = wait
+            b.router.on_request("echo", echo)
+            b.router.on_request("wait", wait)
             async with anyio.create_task_group() as tg:
                 for i in range(500):
                     tg.start_soon(a.request, "echo", {"i": i})
@@ -102,9 +102,9 @@ def test_request_owns_its_progress_token_and_routes_the_notifications_to_its_lis
                 b.notify("notifications/custom", {"progressToken": ctx.progress_token, "n": 1})
                 return {"id": ctx.id}
 
-            b.request_handlers["work"] = work
+            b.router.on_request("work", work)
             elsewhere: list[Any] = []
-            a.notification_handlers["notifications/progress"] = elsewhere.append
+            a.router.on_notification("notifications/progress", elsewhere.append)
             got: list[tuple[str, dict[str, Any]]] = []
 
             def listen(method: str, params: dict[str, Any]) -> None:

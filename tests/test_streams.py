@@ -156,14 +156,14 @@ def test_a_short_timeout_fires_on_time_behind_many_long_ones() -> None:
                 await hold.wait()
                 return "late"
 
-            b.request_handlers["echo"] = echo
-            b.request_handlers["slow"] = slow
+            b.router.on_request("echo", echo)
+            b.router.on_request("slow", slow)
             for i in range(3000):
                 assert await a.request("echo", {"i": i}, timeout=600) == {"i": i}
             for _ in range(300):  # given up by their callers
                 with anyio.move_on_after(0):
                     await a.request("slow", timeout=600)
-            assert len(a._deadlines) <= 64 + 4 * a._timed
+            assert len(a._deadlines) <= 64 + 4 * a._deadlines.timed
             started = time.monotonic()
             with pytest.raises(RequestTimeout) as e, anyio.fail_after(60):
                 await a.request("slow", timeout=0.2)
@@ -185,7 +185,7 @@ def test_an_earlier_deadline_fires_on_time_after_a_later_one_sent_first() -> Non
             async def never(params: Any, ctx: RequestContext) -> Any:
                 await anyio.sleep_forever()
 
-            b.request_handlers["never"] = never
+            b.router.on_request("never", never)
             started = time.monotonic()
 
             async def ask(name: str, timeout: float) -> None:
@@ -224,7 +224,7 @@ def test_a_timed_out_request_is_abandoned_until_the_peer_answers() -> None:
                         await anyio.sleep(0.2)  # takes its time to stop
                     stopped.set()
 
-            b.request_handlers["stubborn"] = stubborn
+            b.router.on_request("stubborn", stubborn)
             abandoned: list[anyio.Event] = []
             with pytest.raises(RequestTimeout), anyio.fail_after(5):
                 await a.request("stubborn", timeout=0.1, on_abandon=abandoned.append)
@@ -244,7 +244,7 @@ def test_a_peer_error_carrying_the_timeout_code_is_not_a_local_timeout() -> None
             async def refuse(params: Any, ctx: RequestContext) -> Any:
                 raise JsonRpcError(REQUEST_TIMEOUT, "the peer's own timeout")
 
-            b.request_handlers["refuse"] = refuse
+            b.router.on_request("refuse", refuse)
             with pytest.raises(JsonRpcError) as e:
                 await a.request("refuse", timeout=5)
             assert e.value.code == REQUEST_TIMEOUT
@@ -264,7 +264,7 @@ def test_sessions_over_descriptor_streams_answer_a_burst_in_order() -> None:
         async def echo(params: Any, ctx: RequestContext) -> Any:
             return params["i"]
 
-        server.request_handlers["echo"] = echo
+        server.router.on_request("echo", echo)
         burst = b"".join(
             b'{"jsonrpc":"2.0","id":%d,"method":"echo","params":{"i":%d}}\n' % (i, i)
             for i in range(5000)

@@ -4,8 +4,10 @@ This top-level package holds the two lowest layers, shared by host and client:
 
 * wire — :mod:`toolwire.messages`, :mod:`toolwire.framing`, :mod:`toolwire.errors`,
   :mod:`toolwire.models` (sans-IO: no sockets, no tasks);
-* session — :mod:`toolwire.session` (an anyio JSON-RPC peer) and
-  :mod:`toolwire.streams` (byte streams over file descriptors).
+* session — :mod:`toolwire.session` (an anyio JSON-RPC peer), dispatching by a
+  :mod:`toolwire.router` table and writing through one :mod:`toolwire.output` queue,
+  with its outbound requests in :mod:`toolwire.outbound`, and :mod:`toolwire.streams`
+  (byte streams over file descriptors).
 
 The host lives in :mod:`toolwire.host`, the client in :mod:`toolwire.client`.
 """
@@ -18,7 +20,15 @@ from ._lazy import lazy_exports
 
 __version__ = "0.1.0"
 
-__all__ = ["Framing", "JsonRpcError", "RequestContext", "RequestId", "Session", "__version__"]
+__all__ = [
+    "Framing",
+    "JsonRpcError",
+    "RequestContext",
+    "RequestId",
+    "Router",
+    "Session",
+    "__version__",
+]
 
 __getattr__ = lazy_exports(
     __name__,
@@ -27,6 +37,7 @@ __getattr__ = lazy_exports(
         "JsonRpcError": ".errors",
         "RequestContext": ".session",
         "RequestId": ".messages",
+        "Router": ".router",
         "Session": ".session",
     },
 )
@@ -35,4 +46,5 @@ if TYPE_CHECKING:
     from .errors import JsonRpcError
     from .framing import Framing
     from .messages import RequestId
+    from .router import Router
     from .session import RequestContext, Session

@@ -1,31 +1,41 @@
 """A JSON-RPC 2.0 peer on anyio byte streams: the session layer.
 
-One :class:`Session` serves one connection, in either direction (the host and the
-client both use it). It owns:
+One :class:`Session` serves one connection, in either direction (the host, its worker
+processes and the client all use it). What it owns, and the rules it keeps:
 
-* the read loop: framing detection, decoding, envelope validation, error replies;
-* one rule for array params: ``[]`` reaches every handler as ``{}``, a non-empty array
-  is refused with -32602 "params must be an object" (:data:`PARAMS_NOT_AN_OBJECT`);
-* concurrent dispatch: inbound requests run in worker tasks of one anyio task group,
-  one request per task at a time, each under its own cancel scope; whenever a request
-  is taken while others wait and no worker is free, another worker task starts, so a
-  slow request never delays another (idle workers are parked and reused);
-* cancellation of inbound requests in both dialects: MCP
+* **reading**: framing detection (:mod:`toolwire.framing`), decoding, envelope validation
+  (:mod:`toolwire.messages`) and the error replies for what is not JSON-RPC; batches are
+  answered with one array once all their requests are (JSON-RPC 2.0 §6);
+* **dispatch** by one :class:`~toolwire.router.Router`, given at construction: one
+  table lookup per message picks the request, inline or notification handler (or the
+  router's handler for unknown methods); one rule for array params: ``[]`` reaches every
+  handler as ``{}``, a non-empty array is refused with -32602 "params must be an object"
+  (:data:`PARAMS_NOT_AN_OBJECT`);
+* **inbound requests in flight**, by id (a duplicate id is refused): each runs in a worker
+  task of one anyio task group, one request per task at a time, under its own cancel
+  scope; whenever a request is taken while others wait and no worker is free, another
+  worker starts, so a slow request never delays another (idle workers are parked);
+* **cancellation** of inbound requests in both dialects: MCP
   ``notifications/cancelled {requestId, reason?}`` (nothing more is sent for that
   request, MCP 2025-11-25 "Cancellation") and LSP ``$/cancelRequest {id}`` (the
-  request is answered with -32800, LSP 3.17 "Cancellation Support");
-* progress for inbound requests that carry ``params._meta.progressToken``;
-* outbound requests (awaitable, with a timeout) and notifications;
-* one serialised writer: every outbound frame goes through one queue and one task,
-  so frames never interleave (a small frame sent while nothing is queued and the writer
-  is idle is written at once by the sending task, on the same event loop, in order).
+  request is answered with -32800, LSP 3.17 "Cancellation Support"); the host's own
+  aborts and the settling of what is in flight at shutdown (:meth:`Session.settle`);
+* **progress** for inbound requests that carry ``params._meta.progressToken``, and the
+  routing of progress notifications to the outbound request whose token they carry;
+* **outbound requests**: ids (never reused), awaitable responses, deadlines (one heap
+  watched by one task), cancellation on timeout in the session's dialect;
+* **the writer**: one :class:`~toolwire.output.OutputQueue` per session, so frames never
+  interleave (its module states its rules).
+
+What it does not know: MCP beyond the two cancellation notifications and the progress
+token, the protocol eras (2025-11-25 or 2026-07-28), initialization, tools, approval or
+any other method's meaning; those are the router's handlers' business.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import heapq
 import logging
 import math
 from collections import deque
@@ -42,21 +52,16 @@ from .errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
-    METHOD_NOT_FOUND,
     PARSE_ERROR,
     REQUEST_CANCELLED,
-    REQUEST_TIMEOUT,
     JsonRpcError,
-    RequestTimeout,
 )
 from .framing import (
     DEFAULT_MAX_MESSAGE_SIZE,
-    NDJSON_TERMINATOR,
     Decoder,
     Framing,
     FramingError,
     detect_framing,
-    lsp_header,
     make_decoder,
 )
 from .messages import (
@@ -68,18 +73,23 @@ from .messages import (
     classify,
     error_response,
     is_valid_id,
-    notification,
     request,
     response,
 )
+from .outbound import Deadlines, OutboundRequest, Pending
+from .output import LOSSY_LIMIT, OutputQueue, size_text
+from .router import Deferred, NotificationHandler, RequestHandler, Router
 
 __all__ = [
+    "LOSSY_LIMIT",
     "PARAMS_NOT_AN_OBJECT",
     "Deferred",
     "NotificationHandler",
+    "OutboundRequest",
     "ProgressListener",
     "RequestContext",
     "RequestHandler",
+    "Router",
     "Session",
     "is_stray_cancellation",
     "size_text",
@@ -87,30 +97,14 @@ __all__ = [
 
 log = logging.getLogger("toolwire.session")
 
-RequestHandler = Callable[[Any, "RequestContext"], Awaitable[Any]]
-"""``async def handler(params, ctx) -> result``; raise :class:`JsonRpcError` for an error reply."""
 ProgressListener = Callable[[str, dict[str, Any]], object]
 """``listener(method, params)`` for notifications tied to an outbound request by its
 progress token (see :meth:`Session.request`)."""
-
-NotificationHandler = Callable[[Any], Any]
-"""``def handler(params) -> None``, run inline in the read loop; keep it short."""
 
 CancelDialect = Literal["mcp", "lsp"]
 
 _MAX_PARKED_WORKERS = 32
 """Idle request workers kept parked for reuse; more than this many exit."""
-
-_FLUSH_JOIN_LIMIT = 64 * 1024
-"""Frames are joined into one write while the batch stays under this many bytes."""
-
-_EAGER_WRITE_LIMIT = 64 * 1024
-"""Largest frame written directly by the sending task when the writer is idle (bytes)."""
-
-LOSSY_LIMIT = 64 * 1024
-"""Bytes queued for the peer above which lossy notifications (progress, logs) are no
-longer queued: progress is coalesced (newest per token wins) and logs are counted and
-dropped until the writer catches up (:meth:`Session.notify_lossy`)."""
 
 ABORT_WAIT = 1.0
 """Seconds :meth:`Session.settle` gives aborted handlers to unwind before it answers
@@ -165,8 +159,6 @@ class RequestContext:
         session: the session the request arrived on.
         progress_token: ``params._meta.progressToken`` when the caller sent one.
         cancelled_by: None while running; "mcp" or "lsp" once a cancellation arrived.
-        early: whatever :attr:`Session.on_request` started for this request before its
-            handler runs (the handler takes it; None otherwise).
         on_done: called once the request is finished, answered or not (after its
             handler returned); None for nothing.
     """
@@ -180,7 +172,6 @@ class RequestContext:
         "_last_progress",
         "_scope",
         "cancelled_by",
-        "early",
         "id",
         "method",
         "on_done",
@@ -209,7 +200,6 @@ class RequestContext:
         self._abort_error: JsonRpcError | None = None
         self._answered = False
         self._committed = False
-        self.early: Any = None
         self.on_done: Callable[[], None] | None = None
 
     @property
@@ -274,25 +264,6 @@ class RequestContext:
         return True
 
 
-class Deferred:
-    """What an inline request handler returns to answer later.
-
-    An inline handler runs in the read loop, so its effects happen in the order the
-    requests arrived (LSP ``shutdown`` refuses every request read after it). Returning
-    ``Deferred(answer)`` keeps that order but answers with the result of
-    ``await answer()``, run like an ordinary request (concurrently, cancellable, in
-    flight until answered).
-    """
-
-    __slots__ = ("answer",)
-
-    def __init__(self, answer: Callable[[], Awaitable[Any]]) -> None:
-        self.answer = answer
-
-    async def _run(self, params: Any, ctx: RequestContext) -> Any:
-        return await self.answer()
-
-
 class _Batch:
     """Collects the encoded responses of one JSON-RPC batch until all its requests finish.
 
@@ -310,7 +281,7 @@ class _Batch:
 
     def add(self, reply: dict[str, Any] | None) -> None:
         if reply is not None:
-            self.bodies.append(self.session._encode_reply(reply))
+            self.bodies.append(self.session.output.encode_reply(reply))
 
     def finish_one(self, reply: dict[str, Any] | None) -> None:
         self.add(reply)
@@ -320,120 +291,17 @@ class _Batch:
     def flush_if_done(self) -> None:
         if self.outstanding == 0 and self.bodies:
             bodies, self.bodies = self.bodies, []
-            self.session._send_body(b"[" + b",".join(bodies) + b"]")
-
-
-class _Pending:
-    """An outbound request waiting for its response (or for its deadline, which sets
-    ``event`` with ``timed_out``)."""
-
-    __slots__ = ("error", "event", "finished", "result", "timed_out")
-
-    def __init__(self) -> None:
-        self.event = anyio.Event()
-        self.result: Any = None
-        self.error: JsonRpcError | None = None
-        self.timed_out = False
-        self.finished = False  # the requester stopped waiting (its deadline is moot)
-
-
-class OutboundRequest:
-    """A request sent by :meth:`Session.start_request` whose response is still to come.
-
-    Attributes:
-        id: the request's id.
-    """
-
-    __slots__ = ("_closed", "_pending", "_session", "_timeout", "_token", "id")
-
-    def __init__(
-        self,
-        session: Session,
-        id: RequestId,
-        pending: _Pending,
-        timeout: float | None,
-        token: RequestId | None,
-    ) -> None:
-        self._session = session
-        self.id = id
-        self._pending = pending
-        self._timeout = timeout
-        self._token = token
-        self._closed = False
-
-    async def wait(self, on_abandon: Callable[[anyio.Event], None] | None = None) -> Any:
-        """Wait for the response; ``on_abandon`` and what is raised are as for
-        :meth:`Session.request`. Call once."""
-        session, pending, timeout = self._session, self._pending, self._timeout
-        abandoned = False
-        try:
-            await pending.event.wait()
-            if pending.timed_out:
-                session._send_cancel(self.id, f"timed out after {timeout}s")
-                if on_abandon is not None and not session._closing:
-                    abandoned = True  # the response still settles the entry
-                    pending.event = anyio.Event()
-                    on_abandon(pending.event)
-                raise RequestTimeout(
-                    REQUEST_TIMEOUT, f"Request timed out after {timeout}s", {"timeout": timeout}
-                )
-        except anyio.get_cancelled_exc_class():
-            if not pending.event.is_set():
-                session._send_cancel(self.id, "cancelled by caller")
-                if on_abandon is not None and not session._closing:
-                    abandoned = True  # the response still settles the entry
-                    on_abandon(pending.event)
-            raise
-        finally:
-            self._close(keep=abandoned)
-        if pending.error is not None:
-            raise pending.error
-        return pending.result
-
-    def abandon(self, on_abandon: Callable[[anyio.Event], None] | None = None) -> None:
-        """Give up a request nobody will wait for: unless its response came, the
-        cancellation is sent and ``on_abandon(event)`` is called as for :meth:`wait`."""
-        if self._closed:
-            return
-        pending, session = self._pending, self._session
-        keep = False
-        if not pending.event.is_set() or pending.timed_out:
-            session._send_cancel(self.id, "abandoned by the caller")
-            if on_abandon is not None and not session._closing:
-                keep = True
-                if pending.timed_out:
-                    pending.event = anyio.Event()
-                on_abandon(pending.event)
-        self._close(keep=keep)
-
-    def _close(self, keep: bool) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        session = self._session
-        if not keep:
-            session._pending.pop(self.id, None)
-        if self._token is not None:
-            session._progress_listeners.pop(self._token, None)
-        if self._timeout is not None:
-            self._pending.finished = True
-            session._timed -= 1
-
-
-def size_text(size: int) -> str:
-    """``size`` bytes for a message: ``64 MiB``, ``80.3 MiB`` (1 MiB and over), ``512 bytes``."""
-    if size < 1 << 20:
-        return f"{size} bytes"
-    mib = size / (1 << 20)
-    return f"{mib:.0f} MiB" if size % (1 << 20) == 0 else f"{mib:.1f} MiB"
+            self.session.output.send_body(b"[" + b",".join(bodies) + b"]")
 
 
 class Session:
-    """A JSON-RPC 2.0 peer over a pair of anyio byte streams.
+    """A JSON-RPC 2.0 peer over a pair of anyio byte streams (see the module docstring).
 
     Args:
         receive: bytes from the peer.
         send: bytes to the peer.
+        router: the handlers of inbound methods (:class:`~toolwire.router.Router`);
+            None serves no method (every request is answered -32601).
         framing: "auto" detects the peer's framing from its first bytes and answers
             in kind (writes before detection use ndjson); "lsp" or "ndjson" force one.
         max_message_size: largest inbound message body, in bytes (default 64 MiB).
@@ -441,89 +309,80 @@ class Session:
             cancellation: "mcp" sends ``notifications/cancelled``, "lsp" sends
             ``$/cancelRequest``.
         name: used in log records.
+        replace_surrogates: every lone surrogate in a string of an outgoing message
+            becomes U+FFFD (a request's echoed ``id`` aside), so no text the peer
+            receives holds one, whatever a handler put in it (default). A host's
+            sessions with its own worker processes turn it off, so a worker's tool gets
+            its arguments as the client sent them (:func:`toolwire._json.dumps`).
+        max_send_size: largest message body sent, in bytes (None: no bound), so the peer
+            never receives a frame it must refuse (a worker process bounds what it sends
+            by what its host accepts). A larger response is replaced by the error
+            ``oversized_reply`` makes of its size (default -32603 naming the size and the
+            limit); a larger notification or request is a ValueError of :meth:`notify` /
+            :meth:`request`, naming the size and limit.
+        oversized_reply: see ``max_send_size``.
+        max_queued: bytes queued for a peer that does not read above which the router's
+            malformed-input handler is called (None: no bound; the host bounds what it
+            queues for a worker process).
+        unsolicited: whether the peer may now get a notification tied to no request (the
+            count of dropped lossy ones); None: always. MCP 2026-07-28 sends
+            ``notifications/message`` only for a request that asked, so a host serving
+            only that revision says no.
 
-    Register handlers in :attr:`request_handlers` / :attr:`notification_handlers`
-    (method name → callable) before calling :meth:`serve`.
+    Attributes:
+        output: the session's writer (:class:`~toolwire.output.OutputQueue`): its
+            ``high_water`` and ``lossy_limit`` may be tuned.
+        flush_timeout: seconds :meth:`serve` waits, at the end, for queued output to be
+            written to a peer that may have stopped reading.
     """
-
-    replace_surrogates = True
-    """Every lone surrogate in a string of an outgoing message becomes U+FFFD (a
-    request's echoed ``id`` aside): no text the peer receives holds one, whatever a
-    handler put in it (a file name that is not UTF-8, a tool module's result, log or
-    error). A host's sessions with its own worker processes turn it off, so a worker's
-    tool gets its arguments as the client sent them (:func:`toolwire._json.dumps`)."""
 
     def __init__(
         self,
         receive: ByteReceiveStream,
         send: ByteSendStream,
         *,
+        router: Router | None = None,
         framing: Framing | Literal["auto"] = "auto",
         max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
         cancel_dialect: CancelDialect = "mcp",
         name: str = "session",
+        replace_surrogates: bool = True,
+        max_send_size: int | None = None,
+        oversized_reply: Callable[[int], JsonRpcError] | None = None,
+        max_queued: int | None = None,
+        unsolicited: Callable[[], bool] | None = None,
     ) -> None:
         self._receive = receive
         self._send = send
-        self._framing: Framing | None = None if framing == "auto" else framing
         self._max = max_message_size
         self.cancel_dialect: CancelDialect = cancel_dialect
         self.name = name
-        self.request_handlers: dict[str, RequestHandler] = {}
-        self.inline_request_handlers: dict[str, Callable[[Any, RequestContext], Any]] = {}
-        self.notification_handlers: dict[str, NotificationHandler] = {}
-        self.unknown_method_handler: Callable[[str], JsonRpcError] | None = None
-        self.on_request: Callable[[RequestContext, Any], None] | None = None
-        """Called with each request's context and params as it is read, before its
-        handler is queued (not for inline or routed ones): a chance to start work the
-        handler will take over (:attr:`RequestContext.early`). It runs in the read loop,
-        must not await, and an exception it raises is logged."""
-        self.request_router: Callable[[str, Any], RequestHandler | None] | None = None
-        """Consulted first for every request: ``router(method, params)`` returns the
-        handler that serves it, or None to look it up in the handler tables (the host
-        routes MCP 2026-07-28 requests this way, by their ``_meta`` envelope)."""
-        self.max_queued: int | None = None
-        """Bytes queued for a peer that does not read, above which :attr:`on_malformed`
-        is called (None: no bound; the host bounds what it queues for a worker process)."""
-        self.on_malformed: Callable[[str], None] | None = None
-        """Called with a description whenever the peer sends something that is not a
-        JSON-RPC message (a framing error, invalid JSON, an invalid message), after the
-        error reply is queued; the host uses it to stop a worker process that breaks
-        the protocol."""
-        self.max_send_size: int | None = None
-        """Largest message body sent, in bytes (None: no bound), so the peer never
-        receives a frame it must refuse (a worker process bounds what it sends by what
-        its host accepts). A larger response is replaced by the error
-        :attr:`oversized_reply` makes of its size; a larger notification or request is
-        a ValueError of :meth:`notify` / :meth:`request`, naming the size and limit."""
-        self.oversized_reply: Callable[[int], JsonRpcError] = self._oversized
+        self._router = router if router is not None else Router()
+        self._routes = self._router.requests  # the hot path's one lookup
+        self._notes = self._router.notifications
         self._refusal: Callable[[str], JsonRpcError] | None = None
         self._in_flight: dict[RequestId, RequestContext] = {}
-        self._pending: dict[RequestId, _Pending] = {}
+        self._pending: dict[RequestId, Pending] = {}
         self._progress_listeners: dict[RequestId, ProgressListener] = {}
         self._next_id = 0
-        self._out: list[bytes] = []
-        self._writer_busy = False
-        # Lossy notifications held back while the peer is behind: the newest per key
-        # (progress token), and counts of dropped keyless ones (logs) per method.
-        self._coalesced: dict[Any, tuple[str, Any]] = {}
-        self._dropped: dict[str, int] = {}
-        self.unsolicited: Callable[[], bool] | None = None
-        """Whether the peer may now get a notification tied to no request (the count of
-        dropped lossy ones); None: always. MCP 2026-07-28 sends ``notifications/message``
-        only for a request that asked, so a host serving only that revision says no."""
-        self.lossy_limit = LOSSY_LIMIT
-        """Bytes queued for the peer above which :meth:`notify_lossy` holds back."""
-        self._try_send: Callable[[bytes], int] | None = getattr(send, "try_send", None)
-        self._out_event = anyio.Event()
+        self.output = OutputQueue(
+            send,
+            name=name,
+            framing=None if framing == "auto" else framing,
+            busy=(self._pending, self._in_flight),
+            replace_surrogates=replace_surrogates,
+            max_send_size=max_send_size,
+            oversized_reply=oversized_reply,
+            max_queued=max_queued,
+            on_overflow=self._malformed,
+            unsolicited=unsolicited,
+        )
+        out = self.output
+        self._send_obj = out.send_obj
+        self._send_reply = out.send_reply
         self._closing = False
         self._closed = anyio.Event()
         self._closing_event = anyio.Event()
-        self._writer_done = anyio.Event()
-        self._queued = 0
-        self._drained = anyio.Event()
-        self.high_water = 16 * 1024 * 1024
-        """Bytes queued for the peer above which :meth:`drain` waits (default 16 MiB)."""
         self.flush_timeout = 1.0
         self._requests_tg: TaskGroup | None = None
         # Worker pool: queued request jobs, parked idle workers, workers about to take a job.
@@ -533,263 +392,56 @@ class Session:
         self._read_scope: anyio.CancelScope | None = None
         self._flight_changed: anyio.Event | None = None
         self._finish: tuple[float, JsonRpcError] | None = None
-        # Outbound requests' deadlines, (when, seq, pending), in a heap watched by one
-        # task (:meth:`_expire`): cheaper per request than a cancel scope with a timer.
-        self._deadlines: list[tuple[float, int, _Pending]] = []
-        self._timed = 0  # requests with a deadline still waiting
-        self._deadline_seq = 0
-        self._earlier_deadline = anyio.Event()
+        self._deadlines = Deadlines()
 
     # ----------------------------------------------------------------- properties
 
     @property
     def framing(self) -> Framing | None:
         """The framing in use, or None before the peer's first bytes in auto mode."""
-        return self._framing
+        return self.output.framing
+
+    @property
+    def router(self) -> Router:
+        """The router this session dispatches by (entries added later take effect)."""
+        return self._router
 
     @property
     def in_flight(self) -> int:
         """Inbound requests currently being handled."""
         return len(self._in_flight)
 
-    # ----------------------------------------------------------------- output
-
-    def _send_obj(self, obj: Any) -> None:
-        """Queue one message. Raises TypeError/ValueError when it is not JSON-serialisable,
-        ValueError when it is over :attr:`max_send_size`."""
-        body = _json.dumps(obj, replace_surrogates=self.replace_surrogates)
-        limit = self.max_send_size
-        if limit is not None and len(body) > limit:
-            raise ValueError(
-                f"the message is {size_text(len(body))}, over the {size_text(limit)} "
-                "limit of one message"
-            )
-        self._send_body(body)
-
-    def _send_body(self, body: bytes) -> None:
-        # Nothing queued, the writer idle, no other request under way: a small frame is
-        # written at once, which saves the writer task's turn of the event loop (most of
-        # a reply's latency on an idle connection). What does not fit goes to the
-        # writer, in order.
-        if (
-            self._try_send is not None
-            and not self._out
-            and not self._writer_busy
-            and len(body) <= _EAGER_WRITE_LIMIT
-            and not self._closing
-            # Alone on the connection: with other requests under way, frames wait for
-            # the writer, which joins those of one turn of the loop into one write.
-            and len(self._pending) + len(self._in_flight) <= 1
-        ):
-            if self._framing == "lsp":
-                frame = lsp_header(len(body)) + body
-            else:
-                frame = body + NDJSON_TERMINATOR
-            sent = self._try_send(frame)
-            if sent == len(frame):
-                return
-            if sent > 0:
-                self._out.append(frame[sent:])
-                self._queued += len(frame) - sent
-                self._out_event.set()
-                return
-        # The frame's parts are queued apart (the codecs of framing.py say what they
-        # are), so a large body is handed to the stream without being copied.
-        if self._framing == "lsp":
-            header = lsp_header(len(body))
-            self._out.append(header)
-            self._out.append(body)
-            self._queued += len(header) + len(body)
-        else:
-            self._out.append(body)
-            self._out.append(NDJSON_TERMINATOR)
-            self._queued += len(body) + 1
-        self._out_event.set()
-        if self.max_queued is not None and self._queued > self.max_queued:
-            self._malformed(f"the peer left more than {self.max_queued} bytes unread")
-
     @property
     def queued_bytes(self) -> int:
         """Bytes of messages waiting for (or being given to) the writer."""
-        return self._queued
+        return self.output.queued
 
-    async def drain(self) -> None:
-        """Wait while more than :attr:`high_water` bytes are queued for the peer.
-
-        Queuing never blocks (so replies keep their order); producers of unbounded
-        output, such as a tool's progress and log notifications, await this so a peer
-        that stops reading cannot make the queue grow without bound. Returns at once
-        when the session is closing.
-        """
-        while self._queued > self.high_water and not self._closing:
-            if self._drained.is_set():
-                self._drained = anyio.Event()
-            await self._drained.wait()
-
-    def _encode_reply(self, reply: dict[str, Any]) -> bytes:
-        """Encode a response; a result JSON cannot hold (an unknown type, NaN, a cycle,
-        nesting too deep for the encoder) becomes -32603 saying why (traceback to the
-        log), and one over :attr:`max_send_size` the error :attr:`oversized_reply` makes."""
-        try:
-            body = _json.dumps(reply, replace_surrogates=self.replace_surrogates)
-        except (TypeError, ValueError, RecursionError) as exc:
-            log.exception(
-                "%s: the result for request %r is not JSON-serialisable", self.name, reply.get("id")
-            )
-            why = str(exc)[:200] or type(exc).__name__
-            return _json.dumps(
-                error_response(
-                    reply.get("id"),
-                    JsonRpcError(
-                        INTERNAL_ERROR, f"Internal error: the result is not valid JSON ({why})"
-                    ),
-                ),
-                replace_surrogates=self.replace_surrogates,
-            )
-        limit = self.max_send_size
-        if limit is not None and len(body) > limit:
-            log.warning(
-                "%s: the reply to request %r is %d bytes, over the limit of %d",
-                self.name,
-                reply.get("id"),
-                len(body),
-                limit,
-            )
-            return _json.dumps(
-                error_response(reply.get("id"), self.oversized_reply(len(body))),
-                replace_surrogates=self.replace_surrogates,
-            )
-        return body
-
-    def _oversized(self, size: int) -> JsonRpcError:
-        """The default :attr:`oversized_reply`: -32603 naming the size and the limit."""
-        return JsonRpcError(
-            INTERNAL_ERROR,
-            f"Internal error: the result is {size_text(size)}, over the "
-            f"{size_text(self.max_send_size or 0)} limit of one message",
-        )
-
-    def _send_reply(self, reply: dict[str, Any]) -> None:
-        self._send_body(self._encode_reply(reply))
+    # ----------------------------------------------------------------- output
 
     def notify(self, method: str, params: Any = None) -> None:
-        """Queue a notification for the peer. Never blocks; frames keep their order."""
-        self._send_obj(notification(method, params))
-
-    def notify_lossy(self, method: str, params: Any = None, key: Any = None) -> bool:
-        """Queue a notification the peer may miss when it is not reading fast enough.
-
-        While at most :attr:`lossy_limit` bytes are queued it is sent like
-        :meth:`notify`. Otherwise nothing is queued: with a ``key`` (a progress token)
-        it replaces the one held for that key, which is sent when the writer catches up
-        (newest wins, so progress stays increasing); without one it is dropped and
-        counted, and when the writer catches up one ``notifications/message`` warning
-        says how many were dropped (if :attr:`unsolicited` allows; always logged). So
-        the queue never holds more than about :attr:`lossy_limit` bytes of such
-        notifications, however fast a tool reports, and a response is never behind more
-        than that (MCP 2025-11-25 "Progress" and "Logging" leave the rate to the sender;
-        responses are never dropped).
-
-        Returns:
-            True when it was queued at once.
+        """Queue a notification for the peer. Never blocks; frames keep their order.
 
         Raises:
-            TypeError, ValueError: ``params`` is not JSON-serialisable, or the message is over
-                :attr:`max_send_size` (when queued).
+            TypeError, ValueError: ``params`` is not JSON-serialisable, or the message is
+                over ``max_send_size``.
         """
-        held = key is not None and ("key", key) in self._coalesced
-        if not held and self._queued <= self.lossy_limit and not self._dropped:
-            self.notify(method, params)
-            return True
-        if key is not None:
-            self._coalesced.pop(("key", key), None)  # keep the newest last, in order
-            self._coalesced[("key", key)] = (method, params)
-        else:
-            self._dropped[method] = self._dropped.get(method, 0) + 1
-        self._out_event.set()  # a writer that is idle sends them now
-        return False
+        self.output.notify(method, params)
+
+    def notify_lossy(self, method: str, params: Any = None, key: Any = None) -> bool:
+        """Queue a notification the peer may miss when it is not reading fast enough
+        (progress with its token as ``key``, logs without); True when queued at once.
+        See :meth:`toolwire.output.OutputQueue.notify_lossy`."""
+        return self.output.notify_lossy(method, params, key)
 
     def forget_lossy(self, key: Any) -> None:
         """Discard the notification held back for ``key`` (its request was answered:
         no progress may follow the response, MCP 2025-11-25 "Progress")."""
-        if self._coalesced:
-            self._coalesced.pop(("key", key), None)
+        self.output.forget_lossy(key)
 
-    def _release_lossy(self) -> None:
-        """Queue the held-back lossy notifications and the count of dropped ones, once
-        the queue is back under :attr:`lossy_limit`."""
-        dropped, self._dropped = self._dropped, {}
-        held, self._coalesced = self._coalesced, {}
-        for method, params in held.values():
-            try:
-                self.notify(method, params)
-            except (TypeError, ValueError):
-                log.exception("%s: a %s notification is not JSON-serialisable", self.name, method)
-        for method, count in dropped.items():
-            noun = (
-                "log messages" if method == "notifications/message" else f"{method} notifications"
-            )
-            log.warning("%s: dropped %d %s: the peer was not reading", self.name, count, noun)
-            if self.unsolicited is not None and not self.unsolicited():
-                continue
-            self.notify(
-                "notifications/message",
-                {
-                    "level": "warning",
-                    "logger": "toolwire",
-                    "data": f"{count} {noun} dropped: the client was not reading fast enough",
-                },
-            )
-
-    async def _writer(self) -> None:
-        send = self._send
-        try:
-            while True:
-                if (self._coalesced or self._dropped) and self._queued <= self.lossy_limit:
-                    self._release_lossy()
-                if not self._out:
-                    if self._closing:
-                        return
-                    await self._out_event.wait()
-                    self._out_event = anyio.Event()
-                    continue
-                chunks, self._out = self._out, []
-                total = 0
-                for c in chunks:
-                    total += len(c)
-                self._writer_busy = True
-                try:
-                    if total <= _FLUSH_JOIN_LIMIT:
-                        await send.send(b"".join(chunks))
-                        continue
-                    await self._send_large(chunks)
-                finally:
-                    self._writer_busy = False
-                    self._queued = max(0, self._queued - total)
-                    if self._queued <= self.high_water // 2:
-                        self._drained.set()
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
-            log.info("%s: peer stopped reading (%s); closing", self.name, exc)
-            self._out.clear()
-            self.close()
-        finally:
-            self._drained.set()
-            self._writer_done.set()
-
-    async def _send_large(self, chunks: list[bytes]) -> None:
-        send = self._send
-        # Large frames go out as they are: a multi-megabyte body is never copied.
-        small: list[bytes] = []
-        for c in chunks:
-            if len(c) > 4096:
-                if small:
-                    await send.send(b"".join(small))
-                    small = []
-                await send.send(c)
-            else:
-                small.append(c)
-        if small:
-            await send.send(b"".join(small))
+    async def drain(self) -> None:
+        """Wait while more than ``output.high_water`` bytes are queued for the peer;
+        returns at once when the session is closing (:meth:`OutputQueue.drain`)."""
+        await self.output.drain()
 
     # ----------------------------------------------------------------- outbound requests
 
@@ -821,7 +473,7 @@ class Session:
                 ``params._meta`` names a token already; ``params`` must then be an
                 object or None), and until the response arrives every notification
                 from the peer whose ``params.progressToken`` is that token is handed to
-                ``on_progress(method, params)`` instead of :attr:`notification_handlers`
+                ``on_progress(method, params)`` instead of the router's handler
                 (``notifications/progress``, and extension notifications tied to a
                 request the same way). It runs in the read loop: keep it short; an
                 exception it raises is logged.
@@ -876,7 +528,7 @@ class Session:
             token = meta.setdefault("progressToken", req_id)
             params["_meta"] = meta
             self._progress_listeners[token] = on_progress
-        pending = _Pending()
+        pending = Pending()
         self._pending[req_id] = pending
         try:
             self._send_obj(request(req_id, method, params))
@@ -886,36 +538,8 @@ class Session:
                 self._progress_listeners.pop(token, None)
             raise
         if timeout is not None:
-            self._add_deadline(timeout, pending)
+            self._deadlines.add(timeout, pending)
         return OutboundRequest(self, req_id, pending, timeout, token)
-
-    def _add_deadline(self, timeout: float, pending: _Pending) -> None:
-        when = anyio.current_time() + timeout
-        heap = self._deadlines
-        self._timed += 1
-        self._deadline_seq += 1
-        if not heap or when < heap[0][0]:
-            self._earlier_deadline.set()  # the watcher sleeps until the first deadline
-        heapq.heappush(heap, (when, self._deadline_seq, pending))
-        if len(heap) > 64 and len(heap) > 4 * self._timed:
-            # Most entries are of requests no longer waiting: drop them.
-            self._deadlines = heap = [e for e in heap if not e[2].finished]
-            heapq.heapify(heap)
-
-    async def _expire(self) -> None:
-        """Time out outbound requests whose deadline passed (runs while serving)."""
-        while True:
-            heap = self._deadlines
-            now = anyio.current_time()
-            while heap and (heap[0][0] <= now or heap[0][2].finished):
-                _, _, pending = heapq.heappop(heap)
-                if not pending.finished and not pending.event.is_set():
-                    pending.timed_out = True
-                    pending.event.set()
-            if self._earlier_deadline.is_set():
-                self._earlier_deadline = anyio.Event()
-            with anyio.move_on_after(heap[0][0] - now if heap else math.inf):
-                await self._earlier_deadline.wait()
 
     def _send_cancel(self, req_id: RequestId, reason: str) -> None:
         if self._closing:
@@ -938,6 +562,7 @@ class Session:
         if self._closing:
             return
         self._closing = True
+        self.output.close()
         self._closing_event.set()
         if self._read_scope is not None:
             self._read_scope.cancel()
@@ -946,7 +571,6 @@ class Session:
         for pending in self._pending.values():
             pending.error = JsonRpcError(CONNECTION_CLOSED, "Connection closed")
             pending.event.set()
-        self._out_event.set()
 
     def close_when_answered(self, grace: float, error: JsonRpcError) -> None:
         """Stop reading now, and close once every inbound request has been answered.
@@ -1028,8 +652,8 @@ class Session:
         """
         try:
             async with anyio.create_task_group() as outer:
-                outer.start_soon(self._writer)
-                outer.start_soon(self._expire)
+                outer.start_soon(self.output.run, self.close)
+                outer.start_soon(self._deadlines.run)
                 try:
                     async with anyio.create_task_group() as tg:
                         self._requests_tg = tg
@@ -1047,7 +671,7 @@ class Session:
                     # Flush what is queued, but never wait forever on a peer that
                     # stopped reading.
                     with anyio.move_on_after(self.flush_timeout, shield=True):
-                        await self._writer_done.wait()
+                        await self.output.done.wait()
                     outer.cancel_scope.cancel()
         finally:
             self._closed.set()
@@ -1082,8 +706,8 @@ class Session:
 
     async def _read_loop(self, tg: TaskGroup) -> None:
         decoder: Decoder | None = None
-        if self._framing is not None:
-            decoder = make_decoder(self._framing, self._max)
+        if self.output.framing is not None:
+            decoder = make_decoder(self.output.framing, self._max)
         prefix = b""
 
         def feed(data: bytes) -> None:
@@ -1093,7 +717,7 @@ class Session:
                 framing = detect_framing(prefix)
                 if framing is None:
                     return
-                self._framing = framing
+                self.output.framing = framing
                 log.debug("%s: detected %s framing", self.name, framing)
                 decoder = make_decoder(framing, self._max)
                 data, prefix = prefix, b""
@@ -1178,11 +802,12 @@ class Session:
             self._malformed(msg.error.message)
 
     def _malformed(self, what: str) -> None:
-        if self.on_malformed is not None:
+        handler = self._router.malformed
+        if handler is not None:
             try:
-                self.on_malformed(what)
+                handler(what)
             except Exception:
-                log.exception("%s: on_malformed failed", self.name)
+                log.exception("%s: the malformed-input handler failed", self.name)
 
     def _reply(self, batch: _Batch | None, reply: dict[str, Any] | None) -> None:
         if batch is not None:
@@ -1205,52 +830,40 @@ class Session:
         if self._refusal is not None:
             self._reply(batch, error_response(req.id, self._refusal(req.method)))
             return
-        routed = self.request_router(req.method, req.params) if self.request_router else None
-        inline = None if routed is not None else self.inline_request_handlers.get(req.method)
-        handler = routed or (self.request_handlers.get(req.method) if inline is None else None)
         params = req.params
-        if (inline is not None or handler is not None) and type(params) is list:
-            if params:
-                self._reply(
-                    batch,
-                    error_response(req.id, JsonRpcError(INVALID_PARAMS, PARAMS_NOT_AN_OBJECT)),
-                )
-                return
-            params = {}
-        if inline is not None:
-            ctx = RequestContext(self, req.id, req.method, params, batch)
-            ctx._done = True
-            try:
-                result = inline(params, ctx)
-                if type(result) is Deferred:
-                    # Its effects happened in order; the answer comes when it is ready.
-                    ctx._done = False
-                    self._queue_job(result._run, params, ctx, tg)
+        route = self._routes.get(req.method)
+        if route is None:
+            # The router's handler for other methods: inline, params as received.
+            handler, inline = self._router.unknown, True
+        else:
+            handler, inline = route
+            if type(params) is list:
+                if params:
+                    self._reply(
+                        batch,
+                        error_response(req.id, JsonRpcError(INVALID_PARAMS, PARAMS_NOT_AN_OBJECT)),
+                    )
                     return
-                reply = response(req.id, result)
-            except JsonRpcError as exc:
-                reply = error_response(req.id, exc)
-            except Exception:
-                log.exception("%s: handler for %s failed", self.name, req.method)
-                reply = error_response(req.id, JsonRpcError(INTERNAL_ERROR, "Internal error"))
-            self._reply(batch, reply)
-            return
-        if handler is None:
-            if self.unknown_method_handler is not None:
-                err = self.unknown_method_handler(req.method)
-            else:
-                err = JsonRpcError(
-                    METHOD_NOT_FOUND, f"Method not found: {req.method}", {"method": req.method}
-                )
-            self._reply(batch, error_response(req.id, err))
-            return
+                params = {}
         ctx = RequestContext(self, req.id, req.method, params, batch)
-        if self.on_request is not None and routed is None:
-            try:
-                self.on_request(ctx, params)
-            except Exception:
-                log.exception("%s: on_request failed for %s", self.name, req.method)
-        self._queue_job(handler, params, ctx, tg)
+        if not inline:
+            self._queue_job(handler, params, ctx, tg)
+            return
+        ctx._done = True
+        try:
+            result = handler(params, ctx)
+            if type(result) is Deferred:
+                # Its effects happened in order; the answer comes when it is ready.
+                ctx._done = False
+                self._queue_job(result.handler, params, ctx, tg)
+                return
+            reply = response(req.id, result)
+        except JsonRpcError as exc:
+            reply = error_response(req.id, exc)
+        except Exception:
+            log.exception("%s: handler for %s failed", self.name, req.method)
+            reply = error_response(req.id, JsonRpcError(INTERNAL_ERROR, "Internal error"))
+        self._reply(batch, reply)
 
     def _queue_job(
         self, handler: RequestHandler, params: Any, ctx: RequestContext, tg: TaskGroup
@@ -1337,7 +950,7 @@ class Session:
             answered = ctx._answered  # settle() answered for it already
             ctx._done = True
             if ctx.progress_token is not None:
-                self.forget_lossy(ctx.progress_token)
+                self.output.forget_lossy(ctx.progress_token)
             if self._in_flight.get(ctx.id) is ctx:
                 del self._in_flight[ctx.id]
             if ctx._batch is not None and not answered:
@@ -1396,7 +1009,7 @@ class Session:
                 except Exception:
                     log.exception("%s: progress listener for %s failed", self.name, method)
                 return
-        handler = self.notification_handlers.get(method)
+        handler = self._notes.get(method)
         if handler is None:
             log.debug("%s: ignoring notification %s", self.name, method)
             return
