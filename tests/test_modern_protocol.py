@@ -66,6 +66,7 @@ def test_discover(tmp_path: Path) -> None:
         # 2. unsupported version: -32022, before the method is looked at
         ("tools/list", {"_meta": {PV: "1900-01-01", CAPS: {}}}, -32022),
         ("ping", {"_meta": {PV: "2025-11-25", CAPS: {}}}, -32022),
+        ("unknown/method", {"_meta": {PV: "1900-01-01", CAPS: {}}}, -32022),
         # 3. removed or unknown methods: -32601
         ("initialize", {"_meta": {PV: V, CAPS: {}}, "protocolVersion": V}, -32601),
         ("ping", {"_meta": {PV: V, CAPS: {}}}, -32601),

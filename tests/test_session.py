@@ -17,6 +17,8 @@ import pytest
 from tests.e2e_helpers import WIRE_TOOLS
 from tests.hostproc import REPO
 from toolwire import JsonRpcError, RequestContext, Session
+from toolwire.router import Deferred, method_not_found
+from toolwire.session import PARAMS_NOT_AN_OBJECT
 from toolwire.streams import FdReceiveStream, FdSendStream
 
 
@@ -215,3 +217,66 @@ def test_host_with_dev_null_stdin_exits_cleanly() -> None:
     )
     assert rc.returncode == 0, rc.stderr
     assert rc.stdout == b""
+
+
+def test_the_router_serves_each_kind_of_entry() -> None:
+    """One table: request (task), inline (read loop, may defer), notification, unknown.
+
+    A registered method gets ``[]`` as ``{}`` and a non-empty array refused with -32602
+    (JSON-RPC 2.0 §4.2, protocol.md); the handler for other methods gets the params as
+    sent and may answer from a task (:meth:`Deferred.to`); its default is -32601 with
+    ``data.method`` (JSON-RPC 2.0 §5.1).
+    """
+
+    async def main() -> None:
+        async with pair() as (a, b):
+            order: list[str] = []
+            seen: list[Any] = []
+            noted = anyio.Event()
+
+            async def slow(params: Any, ctx: RequestContext) -> Any:
+                await anyio.sleep(0)
+                order.append("task")
+                return "task"
+
+            def inline(params: Any, ctx: RequestContext) -> Any:
+                order.append("inline")
+                return params
+
+            async def from_task(params: Any, ctx: RequestContext) -> Any:
+                return {"deferred": ctx.method, "params": params}
+
+            def unknown(params: Any, ctx: RequestContext) -> Any:
+                seen.append(params)
+                if ctx.method == "later":
+                    return Deferred.to(from_task)
+                raise method_not_found(ctx.method)
+
+            b.router.on_request("slow", slow)
+            b.router.on_inline_request("inline", inline)
+            b.router.on_notification("note", lambda params: noted.set())
+
+            # Default for other methods: -32601 naming the method.
+            with pytest.raises(JsonRpcError) as e:
+                await a.request("nothing", [1], timeout=5)
+            assert (e.value.code, e.value.data) == (-32601, {"method": "nothing"})
+
+            assert await a.request("slow", timeout=5) == "task"
+            assert await a.request("inline", {"x": 1}, timeout=5) == {"x": 1}
+            assert order == ["task", "inline"]
+            assert await a.request("inline", [], timeout=5) == {}
+            with pytest.raises(JsonRpcError) as e:
+                await a.request("inline", [1], timeout=5)
+            assert (e.value.code, e.value.message) == (-32602, PARAMS_NOT_AN_OBJECT)
+
+            b.router.on_unknown_request(unknown)
+            assert await a.request("later", [7], timeout=5) == {"deferred": "later", "params": [7]}
+            with pytest.raises(JsonRpcError) as e:
+                await a.request("gone", timeout=5)
+            assert e.value.code == -32601
+            assert seen == [[7], None]
+            a.notify("note", {})
+            with anyio.fail_after(5):
+                await noted.wait()
+
+    anyio.run(main)
