@@ -6,8 +6,8 @@ This top-level package holds the two lowest layers, shared by host and client:
   :mod:`toolwire.models` (sans-IO: no sockets, no tasks);
 * session — :mod:`toolwire.session` (an anyio JSON-RPC peer), dispatching by a
   :mod:`toolwire.router` table and writing through one :mod:`toolwire.output` queue,
-  with its outbound requests in :mod:`toolwire.outbound`, and :mod:`toolwire.streams`
-  (byte streams over file descriptors).
+  with its requests in :mod:`toolwire.inbound` and :mod:`toolwire.outbound`, and
+  :mod:`toolwire.streams` (byte streams over file descriptors).
 
 The host lives in :mod:`toolwire.host`, the client in :mod:`toolwire.client`.
 """

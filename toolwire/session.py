@@ -8,13 +8,14 @@ processes and the client all use it). What it owns, and the rules it keeps:
   answered with one array once all their requests are (JSON-RPC 2.0 §6);
 * **dispatch** by one :class:`~toolwire.router.Router`, given at construction: one
   table lookup per message picks the request, inline or notification handler (or the
-  router's handler for unknown methods); one rule for array params: ``[]`` reaches every
-  handler as ``{}``, a non-empty array is refused with -32602 "params must be an object"
-  (:data:`PARAMS_NOT_AN_OBJECT`);
-* **inbound requests in flight**, by id (a duplicate id is refused): each runs in a worker
-  task of one anyio task group, one request per task at a time, under its own cancel
-  scope; whenever a request is taken while others wait and no worker is free, another
-  worker starts, so a slow request never delays another (idle workers are parked);
+  router's handler for unknown methods, which gets params as sent); one rule for array
+  params of a registered method: ``[]`` reaches its handler as ``{}``, a non-empty array
+  is refused with -32602 "params must be an object" (:data:`PARAMS_NOT_AN_OBJECT`);
+* **inbound requests in flight** (:class:`~toolwire.inbound.RequestContext`, by id; a
+  duplicate id is refused): each runs in a worker task of one anyio task group, one
+  request per task at a time, under its own cancel scope; whenever a request is taken
+  while others wait and no worker is free, another worker starts, so a slow request
+  never delays another (idle workers are parked);
 * **cancellation** of inbound requests in both dialects: MCP
   ``notifications/cancelled {requestId, reason?}`` (nothing more is sent for that
   request, MCP 2025-11-25 "Cancellation") and LSP ``$/cancelRequest {id}`` (the
@@ -22,8 +23,9 @@ processes and the client all use it). What it owns, and the rules it keeps:
   aborts and the settling of what is in flight at shutdown (:meth:`Session.settle`);
 * **progress** for inbound requests that carry ``params._meta.progressToken``, and the
   routing of progress notifications to the outbound request whose token they carry;
-* **outbound requests**: ids (never reused), awaitable responses, deadlines (one heap
-  watched by one task), cancellation on timeout in the session's dialect;
+* **outbound requests** (:mod:`toolwire.outbound`): ids (never reused), awaitable
+  responses, deadlines (one heap watched by one task), cancellation on timeout in the
+  session's dialect;
 * **the writer**: one :class:`~toolwire.output.OutputQueue` per session, so frames never
   interleave (its module states its rules).
 
@@ -34,10 +36,8 @@ any other method's meaning; those are the router's handlers' business.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
-import math
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Literal
@@ -64,6 +64,7 @@ from .framing import (
     detect_framing,
     make_decoder,
 )
+from .inbound import CancelDialect, RequestContext, is_stray_cancellation, progress_accepted
 from .messages import (
     Invalid,
     Notification,
@@ -92,6 +93,7 @@ __all__ = [
     "Router",
     "Session",
     "is_stray_cancellation",
+    "progress_accepted",
     "size_text",
 ]
 
@@ -100,8 +102,6 @@ log = logging.getLogger("toolwire.session")
 ProgressListener = Callable[[str, dict[str, Any]], object]
 """``listener(method, params)`` for notifications tied to an outbound request by its
 progress token (see :meth:`Session.request`)."""
-
-CancelDialect = Literal["mcp", "lsp"]
 
 _MAX_PARKED_WORKERS = 32
 """Idle request workers kept parked for reuse; more than this many exit."""
@@ -117,151 +117,8 @@ PARAMS_NOT_AN_OBJECT = "params must be an object"
 Every method toolwire serves or calls (MCP, the LSP lifecycle, toolwire's own) takes its
 params by name, as an object. JSON-RPC 2.0 §4.2 also allows an array (by position); an
 *empty* array carries no argument at all and is what some clients send for "no params"
-(Neovim's Lua encodes an empty table as ``[]``), so it is handed to every handler as
+(Neovim's Lua encodes an empty table as ``[]``), so it is handed to every registered handler as
 ``{}``. A non-empty array is refused with this message before any handler runs."""
-
-
-def is_stray_cancellation() -> bool:
-    """True when a cancellation exception runs through the current task though nothing cancelled it.
-
-    On asyncio, code can raise ``asyncio.CancelledError`` itself or await a future that
-    someone else cancelled. anyio's cancel scopes cancel through ``Task.cancel()``,
-    which ``Task.cancelling()`` counts, so a count of zero means the exception is the
-    handler's own failure: it must fail that one request, not tear down the task group
-    (and with it the whole connection). Always False on other backends.
-    """
-    try:
-        task = asyncio.current_task()
-    except RuntimeError:  # no asyncio loop running: another backend
-        return False
-    return task is not None and task.cancelling() == 0
-
-
-def _finite_number(value: Any) -> bool:
-    return type(value) in (int, float) and math.isfinite(value)
-
-
-def progress_accepted(last: float | None, progress: Any, total: Any = None) -> bool:
-    """Whether a progress report may be sent after ``last`` (MCP 2025-11-25 "Progress"):
-    ``progress`` (and ``total``, when given) are finite numbers — JSON has no NaN or
-    infinity — and ``progress`` exceeds ``last``, as values must strictly increase."""
-    if not _finite_number(progress) or (total is not None and not _finite_number(total)):
-        return False
-    return last is None or progress > last
-
-
-class RequestContext:
-    """What a request handler knows about the request it is serving.
-
-    Attributes:
-        id: the request id, exactly as received.
-        method: the method name.
-        session: the session the request arrived on.
-        progress_token: ``params._meta.progressToken`` when the caller sent one.
-        cancelled_by: None while running; "mcp" or "lsp" once a cancellation arrived.
-        on_done: called once the request is finished, answered or not (after its
-            handler returned); None for nothing.
-    """
-
-    __slots__ = (
-        "_abort_error",
-        "_answered",
-        "_batch",
-        "_committed",
-        "_done",
-        "_last_progress",
-        "_scope",
-        "cancelled_by",
-        "id",
-        "method",
-        "on_done",
-        "progress_token",
-        "session",
-    )
-
-    def __init__(
-        self, session: Session, id: RequestId, method: str, params: Any, batch: _Batch | None
-    ) -> None:
-        self.session = session
-        self.id = id
-        self.method = method
-        self.progress_token: str | int | None = None
-        if type(params) is dict:
-            meta = params.get("_meta")
-            if type(meta) is dict:
-                token = meta.get("progressToken")
-                if is_valid_id(token):
-                    self.progress_token = token
-        self.cancelled_by: CancelDialect | None = None
-        self._scope: anyio.CancelScope | None = None
-        self._done = False
-        self._last_progress: float | None = None
-        self._batch = batch
-        self._abort_error: JsonRpcError | None = None
-        self._answered = False
-        self._committed = False
-        self.on_done: Callable[[], None] | None = None
-
-    @property
-    def done(self) -> bool:
-        """True once the response was queued (or the request was cancelled)."""
-        return self._done
-
-    def cancel(self, dialect: CancelDialect) -> None:
-        """Interrupt the handler as if the peer had cancelled it in ``dialect``; after
-        :meth:`commit`, only record it (the handler runs on and is answered)."""
-        if self._done or self.cancelled_by is not None:
-            return
-        self.cancelled_by = dialect
-        if self._scope is not None and not self._committed:
-            self._scope.cancel()
-
-    def commit(self) -> bool:
-        """The handler is about to make a change it cannot take back (a file's rename):
-        from now on a cancellation no longer interrupts it, and the request is answered
-        with what the handler returns, cancelled or not (protocol.md §5). False, and
-        nothing changes, when the request was already cancelled or aborted: the
-        handler must then not make the change. Call it from the event loop's thread."""
-        if self.cancelled_by is not None or self._abort_error is not None:
-            return False
-        self._committed = True
-        return True
-
-    def abort(self, error: JsonRpcError) -> None:
-        """Interrupt the handler and answer the request with ``error`` (the host's own
-        cancellation, e.g. at shutdown; the peer's cancellations use :meth:`cancel`)."""
-        if self._done or self.cancelled_by is not None or self._abort_error is not None:
-            return
-        if self._committed:
-            return  # answered with the handler's result, which is on its way
-        self._abort_error = error
-        if self._scope is not None:
-            self._scope.cancel()
-
-    def report_progress(
-        self, progress: float, total: float | None = None, message: str | None = None
-    ) -> bool:
-        """Send ``notifications/progress`` for this request (MCP 2025-11-25 "Progress").
-
-        Nothing is sent when the request carried no progress token, after the
-        response or a cancellation, or when ``progress`` does not exceed the last
-        value sent (the spec requires strictly increasing values).
-
-        Returns:
-            True when a notification was queued.
-        """
-        if self.progress_token is None or self._done or self.cancelled_by is not None:
-            return False
-        if not progress_accepted(self._last_progress, progress, total):
-            return False
-        self._last_progress = progress
-        params: dict[str, Any] = {"progressToken": self.progress_token, "progress": progress}
-        if total is not None:
-            params["total"] = total
-        if message is not None:
-            params["message"] = message
-        self.session.notify_lossy("notifications/progress", params, key=self.progress_token)
-        return True
 
 
 class _Batch:
