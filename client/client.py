@@ -123,6 +123,10 @@ PROBE_TIMEOUT = 10.0
 """Seconds ``era="auto"`` waits for the ``server/discover`` answer before it falls back to
 ``initialize`` (a server that ignores unknown requests never answers)."""
 
+EXIT_REPORT_WAIT = 10.0
+"""Seconds the client waits, after a spawned host closed the connection early, for its exit
+code and the end of its stderr to put in the error (it waits no longer once both are in)."""
+
 MAX_INPUT_ROUNDS = 10
 """Rounds of input-required results one call may take before the client gives up."""
 
@@ -416,8 +420,12 @@ class Client:
         if process is None:
             return JsonRpcError(CONNECTION_CLOSED, f"the connection closed before {method}")
         code = None
-        with anyio.move_on_after(1.0):
+        # A host that closed stdout is exiting, but its last stderr lines and its exit
+        # can lag by seconds on a loaded machine (its stderr pump flushes for up to 2 s).
+        with anyio.move_on_after(EXIT_REPORT_WAIT):
             code = await process.wait()
+            if self.transport is not None:
+                await self.transport.stderr_ended()
         detail = f" (exit code {code})" if code is not None else ""
         tail = self.stderr_output.strip()[-2000:]
         return JsonRpcError(

@@ -237,6 +237,13 @@ class StdioTransport:
         with anyio.move_on_after(1.0):
             await self._stderr_done.wait()
 
+    async def stderr_ended(self) -> None:
+        """Wait until the captured stderr reached its end (at once when not captured).
+
+        Callers bound the wait: a grandchild of the host may hold the pipe open.
+        """
+        await self._stderr_done.wait()
+
     async def close_streams(self) -> None:
         """Close the pipes to and from the host (shielded; errors ignored)."""
         proc = self.process

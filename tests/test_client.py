@@ -129,6 +129,22 @@ async def test_host_that_fails_to_start_gives_a_clear_error(tmp_path: Path) -> N
     assert c.process is not None and c.process.returncode == 2
 
 
+async def test_a_host_slow_to_exit_after_closing_stdout_still_reports_its_exit_and_stderr() -> None:
+    # Stands in for a host on a loaded machine: stdout closes at once, the last stderr
+    # line and the exit come 1.5 s later (the host's stderr pump may take up to 2 s).
+    slow = (
+        "import os, sys, time; os.close(1); time.sleep(1.5); "
+        "sys.stderr.write('toolwire: the root is not a directory\\n'); sys.stderr.flush(); "
+        "sys.exit(2)"
+    )
+    c = Client.spawn([sys.executable, "-c", slow], stderr="capture")
+    with pytest.raises(JsonRpcError) as info:
+        async with c:
+            pass
+    assert "exit code 2" in info.value.message
+    assert "the root is not a directory" in info.value.message
+
+
 # --------------------------------------------------------------------------- calls
 
 
