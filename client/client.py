@@ -424,7 +424,7 @@ class Client:
         # can lag by seconds on a loaded machine (its stderr pump flushes for up to 2 s).
         with anyio.move_on_after(EXIT_REPORT_WAIT):
             code = await process.wait()
-            if self.transport is not None:
+            if isinstance(self.transport, StdioTransport):
                 await self.transport.stderr_ended()
         detail = f" (exit code {code})" if code is not None else ""
         tail = self.stderr_output.strip()[-2000:]

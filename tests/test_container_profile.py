@@ -127,11 +127,14 @@ def container_prefix(
     argv += ["--perms", "1777" if tmp_volume else "0755", "--tmpfs", "/tmp"]
     groups: dict[str, list[str]] = {}
     for path in _needed_paths():
-        blocked = _blocked_ancestor(path)
+        # A checkout under /tmp lies below the fresh /tmp volume: bound back in like a
+        # path under a directory others cannot traverse.
+        blocked = "/tmp" if path.startswith("/tmp/") else _blocked_ancestor(path)
         if blocked is not None:
             groups.setdefault(blocked, []).append(path)
     for blocked, paths in groups.items():
-        argv += ["--tmpfs", blocked]
+        if blocked != "/tmp":
+            argv += ["--tmpfs", blocked]
         made: set[str] = set()
         for path in paths:
             if any(path != p and path.startswith(p + "/") for p in paths):
