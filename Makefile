@@ -23,11 +23,18 @@ demo: $(STAMP)
 # (tests/run_unprivileged.sh says why and how); as an ordinary user, once is enough.
 # Both passes always run: the second runs even when the first failed, and the target
 # fails when either did (each prints its own summary).
+# TEST_WORKERS: pytest-xdist workers of the main pass. More than the cores, because most
+# tests wait on the processes they started (hosts, workers, sandboxes), not on a CPU;
+# tests/conftest.py starts the longest files first so none of them is left to run last.
+# The ordinary-user pass uses two (tests/run_unprivileged.sh says why no more).
+TEST_WORKERS ?= 4
 test: $(STAMP)
-	@first=0; second=0; \
-	$(PY) -m pytest -q -p no:cacheprovider -n auto || first=$$?; \
+	@first=0; second=0; start=$$(date +%s); \
+	$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) || first=$$?; \
+	mid=$$(date +%s); \
 	tests/run_unprivileged.sh || second=$$?; \
-	echo "make test: main pass exit $$first, ordinary-user pass exit $$second"; \
+	end=$$(date +%s); \
+	echo "make test: main pass exit $$first ($$((mid - start)) s), ordinary-user pass exit $$second ($$((end - mid)) s), load $$(cut -d' ' -f1-3 /proc/loadavg)"; \
 	[ $$first -eq 0 ] && [ $$second -eq 0 ]
 
 # `make test` while a CPU hog keeps every core busy: the suite must not depend on the

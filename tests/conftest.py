@@ -1,4 +1,4 @@
-"""Shared fixtures: the real host as a subprocess (see hostproc.py)."""
+"""Shared fixtures (the real host as a subprocess, see hostproc.py) and the suite's order."""
 
 from __future__ import annotations
 
@@ -7,6 +7,33 @@ from collections.abc import Iterator
 import pytest
 
 from tests.hostproc import TOOLS_DIR, HostProcess
+
+SLOW_FIRST = (
+    "test_sandbox_escape_launch.py",
+    "test_sandbox_escape_handlers.py",
+    "test_reliability_e2e.py",
+    "test_workers_e2e.py",
+    "test_workers_hostile.py",
+    "test_sandbox_escape_inputs.py",
+    "test_workers_reload.py",
+    "test_demo.py",
+    "test_workers_health.py",
+    "test_sandbox_escape_resources.py",
+)
+"""Files whose tests run longest (tens of seconds each, a few over a minute at load:
+fork bombs, hosts started a dozen times, workers killed and restarted), most costly
+first. They are collected before the others so that under ``-n`` they start early and
+the short tests fill in around them, instead of one of them starting last and leaving
+the other workers idle. Only the order changes: every test still runs, alone or not."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Moves the tests of :data:`SLOW_FIRST` to the front (in that order), keeping each
+    file's tests together and in their own order, and everything else as collected. The
+    order is a pure function of the collected items, so every xdist worker computes the
+    same one (xdist requires it)."""
+    rank = {name: i for i, name in enumerate(SLOW_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(SLOW_FIRST)))
 
 
 @pytest.fixture

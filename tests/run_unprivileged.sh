@@ -71,7 +71,7 @@ if [ -n "$blocked" ] || ! as_user test -r "$REPO/pyproject.toml"; then
 fi
 
 # 2. A Python the user can run, with the project and its test dependencies.
-can_run() { (cd "$SRC" && as_user "$1" -c 'import pytest, toolwire.host, tests.hostproc') >/dev/null 2>&1; }
+can_run() { (cd "$SRC" && as_user "$1" -c 'import pytest, xdist, toolwire.host, tests.hostproc') >/dev/null 2>&1; }
 PY=$REPO/.venv/bin/python
 if ! can_run "$PY"; then
   if [ "$SRC" = "$REPO" ]; then VENV=$REPO/build/unprivileged-venv; else VENV=$WORK/venv; fi
@@ -93,7 +93,9 @@ if ! can_run "$PY"; then
     say "uid $TEST_UID cannot run $REPO/.venv/bin/python: making $VENV from $base"
     rm -rf "$VENV"
     "$base" -m venv "$VENV"
-    "$VENV/bin/python" -m pip install --quiet --prefer-binary --disable-pip-version-check -e "$SRC[test]"
+    # Only what these files need (the package and pytest-xdist), not the whole test
+    # extra: its SDKs cost a minute of installing on every fresh clone.
+    "$VENV/bin/python" -m pip install --quiet --prefer-binary --disable-pip-version-check -e "$SRC[sandbox-tests]"
     touch "$VENV/.stamp"
     chmod -R a+rX "$VENV"
   fi
@@ -107,6 +109,11 @@ fi
 # fork-bomb attempts are bounded by themselves, and this bounds them again should the
 # sandbox's own limit break. It stays above the 1024 processes a box may hold.
 NPROC=${TOOLWIRE_TEST_NPROC:-4096}
-say "running ${FILES[*]} as uid $TEST_UID with $PY (at most $NPROC processes)"
+# Two pytest-xdist workers, and no more: all of the user's processes count against that
+# limit together (and against the limit a sandbox's user namespace inherits from the
+# host that made it), so two attempts at once (the host-side control forks 1500, a boxed
+# bomb holds up to 1024) stay well below it, where four might not.
+WORKERS=${TOOLWIRE_UNPRIVILEGED_WORKERS:-2}
+say "running ${FILES[*]} as uid $TEST_UID with $PY (at most $NPROC processes, $WORKERS workers)"
 cd "$SRC"
-as_user prlimit --nproc="$NPROC" -- "$PY" -m pytest -q -p no:cacheprovider -rs "${FILES[@]}"
+as_user prlimit --nproc="$NPROC" -- "$PY" -m pytest -q -p no:cacheprovider -rs -n "$WORKERS" "${FILES[@]}"
