@@ -23,11 +23,12 @@ demo: $(STAMP)
 # (tests/run_unprivileged.sh says why and how); as an ordinary user, once is enough.
 # Both passes always run: the second runs even when the first failed, and the target
 # fails when either did (each prints its own summary).
-# TEST_WORKERS: pytest-xdist workers of the main pass. More than the cores, because most
-# tests wait on the processes they started (hosts, workers, sandboxes), not on a CPU;
-# tests/conftest.py starts the longest files first so none of them is left to run last.
-# The ordinary-user pass uses two (tests/run_unprivileged.sh says why no more).
-TEST_WORKERS ?= 4
+# TEST_WORKERS: pytest-xdist workers of the main pass (`auto`: one per core; on a machine
+# of its own, more than the cores can pay, since many tests wait on processes they
+# started, but on a loaded one the suite is CPU-bound and each worker adds its own
+# collection). tests/conftest.py starts the longest files first so none of them is
+# left to run last. The ordinary-user pass uses two (tests/run_unprivileged.sh says why).
+TEST_WORKERS ?= auto
 test: $(STAMP)
 	@first=0; second=0; start=$$(date +%s); \
 	$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) || first=$$?; \
