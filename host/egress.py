@@ -114,6 +114,19 @@ def proxy_env(port: int = RELAY_PORT) -> dict[str, str]:
     return env
 
 
+SOCKET_PATH_ROOM = 80
+"""Bytes of directory a proxy socket's path may take: a Unix socket address holds at most
+107 (Linux ``sun_path``, unix(7)), and the directory gets a 25-byte name and a file name."""
+
+
+def _socket_parent() -> str | None:
+    """Where the proxy's socket directory goes: the temporary directory, or ``/tmp`` when
+    that path is too long for a socket address (None: the temporary directory)."""
+    if len(tempfile.gettempdir().encode()) <= SOCKET_PATH_ROOM or not os.access("/tmp", os.W_OK):
+        return None
+    return "/tmp"
+
+
 @dataclass
 class EgressGrant:
     """One sandbox's way out: a Unix socket of its own, under one policy.
@@ -155,7 +168,7 @@ class EgressProxy:
     def _ensure_started(self) -> asyncio.AbstractEventLoop:
         with self._lock:
             if self._loop is None:
-                self._dir = tempfile.mkdtemp(prefix="toolwire-egress-")
+                self._dir = tempfile.mkdtemp(prefix="toolwire-egress-", dir=_socket_parent())
                 os.chmod(self._dir, 0o711)
                 loop = asyncio.new_event_loop()
                 thread = threading.Thread(

@@ -12,8 +12,10 @@ The file name puts it in the ordinary-user pass of ``tests/run_unprivileged.sh``
 
 from __future__ import annotations
 
+import shutil
 import socket
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -410,7 +412,8 @@ def test_redirect_to_a_forbidden_host_is_not_followed(net: _Net) -> None:
 
 
 def test_host_unix_sockets_other_than_the_proxys_are_unreachable(net: _Net, tmp_path: Path) -> None:
-    path = tmp_path / "host.sock"
+    # A short directory: under the ordinary-user pass tmp_path is too long for a socket.
+    path = Path(tempfile.mkdtemp(prefix="twsock-", dir="/tmp")) / "host.sock"
     listeners = [socket.socket(socket.AF_UNIX), socket.socket(socket.AF_UNIX)]
     listeners[0].bind(str(path))
     listeners[1].bind("\0toolwire-egress-test-abstract")
@@ -429,6 +432,7 @@ def test_host_unix_sockets_other_than_the_proxys_are_unreachable(net: _Net, tmp_
     finally:
         for s in listeners:
             s.close()
+        shutil.rmtree(path.parent, ignore_errors=True)
     assert "CONNECTED" not in got and got.count("unreachable") == 2, got
 
 
@@ -545,3 +549,17 @@ def test_an_unsandboxed_host_says_the_allow_list_is_not_enforced(tmp_path: Path)
     with HostProcess(args) as h:
         text = h.initialize()["result"].get("instructions", "")
     assert "The [network] allow list is NOT enforced." in text, text
+
+
+def test_the_proxy_sockets_fit_a_socket_address_under_a_long_temporary_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from toolwire.host import egress
+
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True)
+    monkeypatch.setattr(tempfile, "tempdir", str(deep))
+    assert egress._socket_parent() == "/tmp"
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path.parent))
+    if len(str(tmp_path.parent)) <= egress.SOCKET_PATH_ROOM:
+        assert egress._socket_parent() is None
