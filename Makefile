@@ -79,6 +79,7 @@ bench: $(STAMP)
 	$(PY) bench/run.py
 	$(PY) bench/parallel.py
 	$(PY) bench/http_load.py
+	$(PY) bench/fleet.py
 
 # The soak alone (make bench runs it after the timed benchmarks): bench/soak.py.
 soak: $(STAMP)
