@@ -30,6 +30,7 @@ import argparse
 import datetime
 import os
 import platform
+import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -38,7 +39,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from tests.fleet_support import Report, fleet, run_scenario, throughput  # noqa: E402
+from tests.fleet_support import BALANCERS, Report, fleet, run_scenario, throughput  # noqa: E402
 
 HEADING = "## A fleet behind a balancer (`bench/fleet.py`, run by `make bench`)"
 
@@ -61,16 +62,16 @@ def load() -> str:
 
 def section(rates: dict[str, float], rep: Report, args: argparse.Namespace, loads: str) -> str:
     s = rep.summary()
-    ended = sum(1 for x in rep.streams if x.t_end is not None)
     lines = [
         HEADING,
         "",
         f"Run on {datetime.date.today()}: Linux {platform.release()}, {os.cpu_count()} cores, "
         f"Python {platform.python_version()}; load average (1, 5, 15 min) {loads}.",
-        "Replicas `--isolation none`, a shared key ring, audience and Redis bus; Caddy "
-        "round-robin, a new upstream connection per request.",
+        f"Replicas `--isolation none`, a shared key ring, audience and Redis bus; "
+        f"{args.balancer} round-robin, a new upstream connection per request.",
         "",
-        f"| calls/s ({args.callers} clients × {args.calls} sequential echo calls) | figure |",
+        f"| calls/s ({args.callers} clients × {args.calls} sequential echo calls; median of "
+        f"{args.rounds_per_figure} runs) | figure |",
         "|---|---|",
         *(f"| {k} | {v:,.0f} |" for k, v in rates.items()),
         "",
@@ -93,8 +94,9 @@ def section(rates: dict[str, float], rep: Report, args: argparse.Namespace, load
         f"| requests failed, every one in flight on a killed replica, sent again and "
         f"answered | {s['failed_in_flight']} |",
         f"| requests sent in all (retries included) | {s['requests']:,} |",
-        f"| listen streams opened ({args.listeners} held; {ended} ended by a kill and reopened) | "
-        f"{s['listen_streams']} |",
+        f"| listen streams opened ({args.listeners} held open; cut by a kill after "
+        f"the acknowledgement / while opening, each then opened again) | "
+        f"{s['listen_streams']} ({s['streams_cut']} / {s['streams_cut_opening']}) |",
         f"| tools list changes / heard on another replica (deliveries) | "
         f"{s['changes']} / {s['deliveries_across']} |",
         f"| rule violations (`Report.problems()`) | {len(rep.problems())} |",
@@ -112,25 +114,33 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=500, help="two-round calls across replicas")
     ap.add_argument("--listeners", type=int, default=20)
     ap.add_argument("--kill-every", type=float, default=3.0)
+    ap.add_argument("--balancer", choices=BALANCERS, default="caddy", help="haproxy: the system's")
+    ap.add_argument("--rounds-per-figure", type=int, default=3, help="median of these runs")
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "RESULTS.md")
     args = ap.parse_args(argv)
     loads = load()
     rates: dict[str, float] = {}
+    runs: dict[str, list[float]] = {}
+
+    def measure(label: str, f: Any, url: str | None = None) -> None:
+        rate = throughput(f, callers=args.callers, calls=args.calls, url=url)
+        runs.setdefault(label, []).append(rate)
+        print(f"  {label}: {rate:,.0f} calls/s", flush=True)
+
     with tempfile.TemporaryDirectory(prefix="toolwire-fleet-bench-") as d:
         (Path(d) / "one").mkdir()
-        with fleet(Path(d) / "one", replicas=1) as f:
+        with fleet(Path(d) / "one", replicas=1, balancer=args.balancer) as f:
             direct = f"http://{f.replicas[0].hostport}/mcp"
-            rates["1 replica, no balancer"] = throughput(
-                f, callers=args.callers, calls=args.calls, url=direct
-            )
-            rates["1 replica behind the balancer"] = throughput(
-                f, callers=args.callers, calls=args.calls
-            )
+            throughput(f, callers=args.callers, calls=10)  # warm-up, not counted
+            for _ in range(args.rounds_per_figure):
+                measure("1 replica, no balancer", f, direct)
+                measure(f"1 replica behind {args.balancer}", f)
         (Path(d) / "three").mkdir()
-        with fleet(Path(d) / "three", replicas=3) as f:
-            rates["3 replicas behind the balancer"] = throughput(
-                f, callers=args.callers, calls=args.calls
-            )
+        with fleet(Path(d) / "three", replicas=3, balancer=args.balancer) as f:
+            throughput(f, callers=args.callers, calls=10)
+            for _ in range(args.rounds_per_figure):
+                measure(f"3 replicas behind {args.balancer}", f)
+            rates = {k: statistics.median(v) for k, v in runs.items()}
             for k, v in rates.items():
                 print(f"{k}: {v:,.0f} calls/s", flush=True)
             rep = run_scenario(

