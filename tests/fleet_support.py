@@ -407,9 +407,18 @@ class Attempt:
 
 @dataclass
 class Kill:
+    """A SIGKILL: sent at ``t_kill``, the process reaped at ``t_dead``, its successor on
+    the same port listening at ``t_ready`` (monotonic s). A request is in flight on the
+    killed replica when it was under way at some moment of [t_kill, t_dead]."""
+
     replica: str
     t_kill: float
+    t_dead: float = 0.0
     t_ready: float = 0.0
+
+    def during(self, start: float, end: float) -> bool:
+        """[start, end] meets [t_kill, t_dead]."""
+        return start <= self.t_dead and end >= self.t_kill
 
 
 @dataclass
@@ -455,9 +464,7 @@ class Report:
 
     def in_flight_on_killed(self, a: Attempt) -> bool:
         """``a`` was under way when its replica (or, unnamed, any) was killed."""
-        return any(
-            a.t0 <= k.t_kill <= a.t1 and (a.upstream in (None, k.replica)) for k in self.kills
-        )
+        return any(k.during(a.t0, a.t1) and a.upstream in (None, k.replica) for k in self.kills)
 
     def problems(self) -> list[str]:
         out = list(self.wrong)
@@ -473,7 +480,7 @@ class Report:
             if not any(
                 k.replica == s.upstream or (s.t_ack is None and s.upstream is None)
                 for k in self.kills
-                if since <= k.t_kill <= s.t_end
+                if k.during(since, s.t_end)
             ):
                 out.append(f"a listen stream ended without its replica being killed: {s}")
         return out
@@ -658,6 +665,7 @@ async def _held(f: Fleet, rep: Report, client: httpx.AsyncClient, text: str, sid
 async def _kill(f: Fleet, rep: Report, r: Replica) -> None:
     k = Kill(r.hostport, time.monotonic())
     r.kill()
+    k.t_dead = time.monotonic()
     rep.kills.append(k)
     await anyio.to_thread.run_sync(r.start)
     k.t_ready = time.monotonic()

@@ -17,16 +17,19 @@ round-robin; tests/fleet_support.py). Through the balancer, at once:
   failure too must have been under way when a replica was killed, and each failed
   request sent again succeeds; a listen stream ends only when its replica is killed.
 
-One test function: under ``pytest -n`` a module fixture would start a fleet in every
-worker that runs one of its tests.
+The same run behind the system's haproxy where it is installed (skipped elsewhere: the
+Caddy run needs no apt). One test function per balancer: under ``pytest -n`` a module
+fixture would start a fleet in every worker that runs one of its tests.
 """
 
 from __future__ import annotations
 
 import itertools
+import shutil
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.fleet_support import UPSTREAM_HEADER, Fleet, fleet, run_scenario
 from tests.http_support import modern_request
@@ -46,8 +49,11 @@ def consecutive_replicas(f: Fleet, n: int) -> list[str]:
     return seen
 
 
-def test_a_fleet_under_chaos_keeps_every_rule(tmp_path: Path) -> None:
-    with fleet(tmp_path) as f:
+@pytest.mark.parametrize("balancer", ["caddy", "haproxy"])
+def test_a_fleet_under_chaos_keeps_every_rule(tmp_path: Path, balancer: str) -> None:
+    if balancer == "haproxy" and shutil.which("haproxy") is None:
+        pytest.skip("haproxy is not installed (the Caddy run covers the rules)")
+    with fleet(tmp_path, balancer=balancer) as f:
         # Round-robin: consecutive requests change replica, and all three take turns.
         seen = consecutive_replicas(f, 6)
         assert all(a != b for a, b in itertools.pairwise(seen)), seen
