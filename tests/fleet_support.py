@@ -103,7 +103,12 @@ def _wait_line(lines: queue.Queue[str], pattern: str, what: str) -> str:
     seen: list[str] = []
     deadline = time.monotonic() + START_TIMEOUT
     while True:
-        line = lines.get(timeout=max(0.1, deadline - time.monotonic()))
+        try:
+            line = lines.get(timeout=max(0.1, deadline - time.monotonic()))
+        except queue.Empty:
+            raise AssertionError(
+                f"{what} not ready after {START_TIMEOUT} s: {''.join(seen)}"
+            ) from None
         seen.append(line)
         if line == "":
             raise AssertionError(f"{what} exited before it was ready: {''.join(seen)}")
@@ -259,7 +264,6 @@ class Fleet:
         self.lb_port = free_port()
         self.url = f"http://127.0.0.1:{self.lb_port}/mcp"
         self.replicas: list[Replica] = []
-        self.count = replicas
         self.balancer: subprocess.Popen[str] | None = None
         self.balancer_lines: queue.Queue[str] = queue.Queue()
 
