@@ -229,3 +229,112 @@ async def elicitation(message: str, ctx: ToolContext) -> str:
     }
     answer = await ctx.elicit(message, schema)
     return f"User response: {answer.get('action')} {answer.get('content')}"
+
+
+@tool(name="test_elicitation_sep1034_defaults")
+async def elicitation_defaults(ctx: ToolContext) -> str:
+    """Asks for a form whose fields of every primitive type carry a default (SEP-1034)."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "default": "John Doe"},
+            "age": {"type": "integer", "default": 30},
+            "score": {"type": "number", "default": 95.5},
+            "status": {
+                "type": "string",
+                "enum": ["active", "inactive", "pending"],
+                "default": "active",
+            },
+            "verified": {"type": "boolean", "default": True},
+        },
+    }
+    answer = await ctx.elicit("Confirm your details", schema)
+    return f"Elicitation completed: action={answer.get('action')}, content={answer.get('content')}"
+
+
+def _titled(*pairs: tuple[str, str]) -> list[dict[str, str]]:
+    return [{"const": value, "title": title} for value, title in pairs]
+
+
+@tool(name="test_elicitation_sep1330_enums")
+async def elicitation_enums(ctx: ToolContext) -> str:
+    """Asks for a form with the five enum shapes of SEP-1330."""
+    options = ["option1", "option2", "option3"]
+    schema = {
+        "type": "object",
+        "properties": {
+            "untitledSingle": {"type": "string", "enum": options},
+            "titledSingle": {
+                "type": "string",
+                "oneOf": _titled(
+                    ("value1", "First Option"),
+                    ("value2", "Second Option"),
+                    ("value3", "Third Option"),
+                ),
+            },
+            "legacyEnum": {
+                "type": "string",
+                "enum": ["opt1", "opt2", "opt3"],
+                "enumNames": ["Option One", "Option Two", "Option Three"],
+            },
+            "untitledMulti": {"type": "array", "items": {"type": "string", "enum": options}},
+            "titledMulti": {
+                "type": "array",
+                "items": {
+                    "anyOf": _titled(
+                        ("value1", "First Choice"),
+                        ("value2", "Second Choice"),
+                        ("value3", "Third Choice"),
+                    )
+                },
+            },
+        },
+    }
+    answer = await ctx.elicit("Pick your options", schema)
+    return f"Elicitation completed: action={answer.get('action')}, content={answer.get('content')}"
+
+
+# ------------------------------------------------------------------------------ 2026-07-28
+
+JSON_SCHEMA_2020_12 = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "$defs": {
+        "address": {
+            "$anchor": "addressDef",
+            "type": "object",
+            "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
+        }
+    },
+    "properties": {
+        "name": {"type": "string"},
+        "address": {"$ref": "#/$defs/address"},
+        "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+        "phone": {"type": "string"},
+        "email": {"type": "string"},
+    },
+    "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+    "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+    "then": {"required": ["phone"]},
+    "else": {"required": ["email"]},
+    "additionalProperties": False,
+}
+
+
+@tool(name="json_schema_2020_12_tool", input_schema=JSON_SCHEMA_2020_12)
+async def json_schema_2020_12(arguments: dict[str, Any]) -> str:
+    """Takes a contact described with Draft 2020-12 keywords (listed unchanged)."""
+    return f"contact for {arguments.get('name')}"
+
+
+REGION_SCHEMA = {
+    "type": "object",
+    "properties": {"region": {"type": "string", "x-mcp-header": "Region"}},
+    "required": ["region"],
+}
+
+
+@tool(name="test_custom_header", input_schema=REGION_SCHEMA)
+async def custom_header(arguments: dict[str, Any]) -> str:
+    """Echoes ``region``, which HTTP clients mirror in the ``Mcp-Param-Region`` header."""
+    return f"region {arguments['region']}"

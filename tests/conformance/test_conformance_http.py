@@ -5,9 +5,7 @@ in package.json) run natively with ``--url`` against ``toolwire serve --http``, 
 
 Every check of a listed scenario must pass (WARNING counts as a failure; INFO and SKIPPED
 do not). Scenarios left out, and why: prompts, resources, completion, caching and the
-tasks/skills extensions (the host offers tools only); ``json-schema-2020-12`` and the
-``elicitation-sep*`` ones at 2025-11-25 (they need tools of their own that
-``conformance_tools.py`` does not declare yet); ``server-sse-polling`` (pending upstream:
+tasks/skills extensions (the host offers tools only); ``server-sse-polling`` (pending upstream:
 the host does not offer SSE resumption, which the scenario reports as INFO);
 ``http-custom-header-server-validation`` (needs an ``x-mcp-header`` tool).
 """
@@ -29,6 +27,7 @@ MODERN = [
     "dns-rebinding-protection",
     "server-sse-multiple-streams",
     "http-header-validation",
+    "json-schema-2020-12",
 ]
 LEGACY = [
     "server-initialize",
@@ -46,6 +45,9 @@ LEGACY = [
     "tools-call-with-logging",
     "tools-call-sampling",
     "tools-call-elicitation",
+    "elicitation-sep1034-defaults",
+    "elicitation-sep1330-enums",
+    "json-schema-2020-12",
     "dns-rebinding-protection",
     "server-sse-multiple-streams",
 ]
