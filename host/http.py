@@ -70,6 +70,7 @@ from .http_wire import (
     _modern_status,
     _origin_allowed,
     _Outbox,
+    _param_header_problem,
     _Refusal,
     _send_json,
 )
@@ -542,6 +543,14 @@ class HttpHost(_LegacyLeg):
                     f"{body_name!r}",
                     id=rid,
                 )
+        tool_name = params.get("name")
+        if method == "tools/call" and type(tool_name) is str and self._registry is not None:
+            called = self._registry.get(tool_name)
+            problem = called and _param_header_problem(
+                called.input_schema, params.get("arguments"), headers
+            )
+            if problem:
+                raise _Refusal(400, HEADER_MISMATCH, problem, id=rid)
         if method == LISTEN and not sse:
             raise _Refusal(
                 406, INVALID_REQUEST, "Not Acceptable: subscriptions/listen answers as SSE", id=rid

@@ -208,6 +208,85 @@ def _decode_header_value(value: str) -> str:
     return value
 
 
+def _header_params(schema: Any, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], str]]:
+    """The ``x-mcp-header`` annotations of a tool's ``inputSchema``: (property path from
+    the root, header name) for each, found through ``properties`` keys only (MCP
+    2026-07-28 "server/tools", ``x-mcp-header``)."""
+    found: list[tuple[tuple[str, ...], str]] = []
+    properties = schema.get("properties") if type(schema) is dict else None
+    if type(properties) is not dict:
+        return found
+    for key, field in properties.items():
+        if type(field) is not dict:
+            continue
+        name = field.get("x-mcp-header")
+        if type(name) is str and name:
+            found.append(((*path, key), name))
+        found.extend(_header_params(field, (*path, key)))
+    return found
+
+
+def _header_form(value: Any) -> str | None:
+    """How a client writes a body value in an ``Mcp-Param-*`` header, before any base64
+    sentinel: strings as they are, integers in decimal, booleans ``true``/``false``
+    (None: not a primitive such a header can carry)."""
+    if type(value) is bool:
+        return "true" if value else "false"
+    if type(value) is int:
+        return str(value)
+    if type(value) is float and value.is_integer():
+        return str(int(value))
+    if type(value) is str:
+        return value
+    return None
+
+
+def _param_header_problem(schema: Any, arguments: Any, headers: _Headers) -> str | None:
+    """Why a ``tools/call``'s ``Mcp-Param-{Name}`` headers disagree with its arguments
+    (None: they agree), for each property the tool's schema annotates with
+    ``x-mcp-header`` (MCP 2026-07-28 "transports/streamable-http", custom headers):
+
+    * a value in the body needs the header, equal after decoding the base64 sentinel
+      (integers compared as numbers, so ``42.0`` matches ``42``);
+    * a header sent twice, a malformed sentinel, or a header for a value the body leaves
+      out or sets to null is refused too.
+
+    The caller answers a problem with HTTP 400 and -32020.
+    """
+    for path, name in _header_params(schema):
+        value: Any = arguments
+        for key in path:
+            value = value.get(key) if type(value) is dict else None
+        header = f"mcp-param-{name.lower()}"
+        if headers.count(header) > 1:
+            return f"Header mismatch: Mcp-Param-{name} sent twice"
+        raw = headers.get(header)
+        if raw is None:
+            if value is None:
+                continue
+            return f"Header mismatch: Mcp-Param-{name} header missing for {'.'.join(path)!r}"
+        try:
+            sent = _decode_header_value(raw)
+        except ValueError as exc:
+            return f"Header mismatch: Mcp-Param-{name}: {exc}"
+        if value is None:
+            return f"Header mismatch: Mcp-Param-{name} sent but {'.'.join(path)!r} has no value"
+        expected = _header_form(value)
+        if expected is None or sent == expected:
+            continue
+        if type(value) in (int, float) and type(value) is not bool:
+            try:
+                if float(sent) == value:
+                    continue
+            except ValueError:
+                pass
+        return (
+            f"Header mismatch: Mcp-Param-{name} header value {sent!r} does not match body "
+            f"value {value!r}"
+        )
+    return None
+
+
 def _host_allowed(host: str | None, allowed: list[str]) -> bool:
     if not host:
         return False

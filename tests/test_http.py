@@ -135,6 +135,55 @@ def test_modern_header_mismatch_is_400_32020(host: HttpHost) -> None:
     assert r.json()["error"]["data"]["requested"] == "v999.0.0"
 
 
+def test_modern_param_headers_checked_against_x_mcp_header_arguments(host: HttpHost) -> None:
+    """MCP 2026-07-28 custom headers: each argument a tool's schema annotates with
+    ``x-mcp-header`` travels as ``Mcp-Param-{Name}`` too, and the host refuses a call
+    whose headers disagree with its body (400 + -32020) before running it."""
+    arguments = {"region": "eu-west", "priority": 42, "verbose": True, "note": "x"}
+    body, headers = modern_request(20, "tools/call", {"name": "routed", "arguments": arguments})
+    good = {
+        **headers,
+        "Mcp-Param-Region": "eu-west",
+        "mcp-param-priority": "42.0",  # names case-insensitive; integers compared as numbers
+        "Mcp-Param-Verbose": "true",
+    }
+    r = post(host, body, good)
+    assert r.status_code == 200 and r.json()["result"]["content"][0]["text"] == "routed to eu-west"
+    sentinel = {**good, "Mcp-Param-Region": "=?base64?ZXUtd2VzdA==?="}  # "eu-west"
+    assert post(host, body, sentinel).status_code == 200
+    literal = dict(body, params=dict(body["params"], arguments={**arguments, "region": "ZXU="}))
+    assert post(host, literal, {**good, "Mcp-Param-Region": "ZXU="}).status_code == 200
+    nested = dict(
+        body, params=dict(body["params"], arguments={**arguments, "target": {"zone": "b"}})
+    )
+    assert post(host, nested, {**good, "Mcp-Param-Zone": "b"}).status_code == 200
+    missing_zone = post(host, nested, good)
+    assert (
+        missing_zone.status_code == 400
+        and "Mcp-Param-Zone" in missing_zone.json()["error"]["message"]
+    )
+    bad = [
+        {k: v for k, v in good.items() if k != "Mcp-Param-Region"},  # value in body, no header
+        {**good, "Mcp-Param-Region": "us-east"},  # another value
+        {**good, "Mcp-Param-Region": "=?base64?ZXUtd2VzdA?="},  # bad padding
+        {**good, "Mcp-Param-Region": "=?base64?ZXUt!!d2VzdA==?="},  # not base64
+        {**good, "Mcp-Param-Priority": "41"},
+        {**good, "Mcp-Param-Verbose": "false"},
+        {**good, "Mcp-Param-Zone": "b"},  # a header for an argument the body leaves out
+    ]
+    for headers_sent in bad:
+        r = post(host, body, headers_sent)
+        assert r.status_code == 400, headers_sent
+        assert r.json()["error"]["code"] == -32020 and r.json()["id"] == 20, headers_sent
+    twice = httpx.post(
+        host.url,
+        json=body,
+        headers=[*good.items(), ("Mcp-Param-Region", "eu-west")],
+        timeout=TIMEOUT,
+    )
+    assert twice.status_code == 400 and twice.json()["error"]["code"] == -32020
+
+
 def test_modern_missing_envelope_is_400_32602(host: HttpHost) -> None:
     body, headers = modern_request(6, "tools/list")
     del body["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]

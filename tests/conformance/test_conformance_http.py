@@ -6,8 +6,7 @@ in package.json) run natively with ``--url`` against ``toolwire serve --http``, 
 Every check of a listed scenario must pass (WARNING counts as a failure; INFO and SKIPPED
 do not). Scenarios left out, and why: prompts, resources, completion, caching and the
 tasks/skills extensions (the host offers tools only); ``server-sse-polling`` (pending upstream:
-the host does not offer SSE resumption, which the scenario reports as INFO);
-``http-custom-header-server-validation`` (needs an ``x-mcp-header`` tool).
+the host does not offer SSE resumption, which the scenario reports as INFO).
 """
 
 from __future__ import annotations
@@ -28,6 +27,7 @@ MODERN = [
     "server-sse-multiple-streams",
     "http-header-validation",
     "json-schema-2020-12",
+    "http-custom-header-server-validation",
 ]
 LEGACY = [
     "server-initialize",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import anyio
 from toolwire.host import ToolContext, tool
@@ -35,3 +36,25 @@ async def hang(side: str) -> str:
     finally:
         Path(side, "hang.cancelled").write_text("")
     return "unreachable"
+
+
+ROUTED_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "region": {"type": "string", "x-mcp-header": "Region"},
+        "priority": {"type": "integer", "x-mcp-header": "Priority"},
+        "verbose": {"type": "boolean", "x-mcp-header": "Verbose"},
+        "target": {
+            "type": "object",
+            "properties": {"zone": {"type": "string", "x-mcp-header": "Zone"}},
+        },
+        "note": {"type": "string"},
+    },
+    "required": ["region", "priority"],
+}
+
+
+@tool(input_schema=ROUTED_SCHEMA)
+async def routed(arguments: dict[str, Any]) -> str:
+    """Echo ``region``; HTTP clients mirror the annotated arguments as ``Mcp-Param-*``."""
+    return f"routed to {arguments['region']}"
