@@ -471,7 +471,10 @@ class HttpHost(_LegacyLeg):
             await self._initialize(obj, body, principal, receive, send, sse)
             return
         session = self._session(headers, principal, required_for="POST")
-        await self._post_legacy(session, obj, body, receive, send, sse)
+        # Resumable streams (event ids, priming, Last-Event-ID) only for clients of
+        # 2025-11-25: older ones cannot parse a priming event's empty data.
+        resumable = headers.get("mcp-protocol-version") == "2025-11-25"
+        await self._post_legacy(session, obj, body, receive, send, sse, resumable=resumable)
 
     # ------------------------------------------------------------------ 2026-07-28
 

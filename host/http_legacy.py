@@ -16,6 +16,7 @@ import hmac
 import logging
 import secrets
 import time
+from collections import deque
 from typing import Any
 
 import anyio
@@ -30,11 +31,13 @@ from .http_wire import (
     Receive,
     Send,
     _answer,
+    _EventLog,
     _Exchange,
     _Headers,
     _media_types,
     _Outbox,
     _Refusal,
+    _resume,
     _send_json,
 )
 from .httpauth import Principal
@@ -46,6 +49,10 @@ from .server import HostServer
 __all__: list[str] = []
 
 log = logging.getLogger("toolwire.host.http")
+
+KEPT_FINISHED = 8
+"""Answered resumable streams a session keeps for ``Last-Event-ID`` replay (a response
+written just as the connection dropped may never have arrived)."""
 
 # --------------------------------------------------------------------------- sessions
 
@@ -68,6 +75,10 @@ class _LegacySession:
         self.exchanges: dict[Any, _Exchange] = {}
         self.tokens: dict[Any, _Exchange] = {}
         self.stream: _Exchange | None = None
+        self.resumable: dict[str, _Exchange] = {}
+        """POST streams a client may resume (GET + Last-Event-ID), by stream id."""
+        self._streams = 0
+        self._finished: deque[str] = deque()
         self.last_used = time.monotonic()
         self.ended = anyio.Event()
 
@@ -106,6 +117,15 @@ class _LegacySession:
         else:
             log.debug("%s: no stream for %s; dropped", self.session.name, obj.get("method"))
 
+    def finished(self, stream: str) -> None:
+        """A resumable stream was answered on some connection: keep it for replay (the
+        client may not have received the end), the last :data:`KEPT_FINISHED` only."""
+        if stream in self._finished:
+            return
+        self._finished.append(stream)
+        while len(self._finished) > KEPT_FINISHED:
+            self.resumable.pop(self._finished.popleft(), None)
+
     def _forget_tokens(self, exchange: _Exchange) -> None:
         for token in [t for t, e in self.tokens.items() if e is exchange]:
             del self.tokens[token]
@@ -122,6 +142,9 @@ class _LegacySession:
             exchange.close()
         self.exchanges.clear()
         self.tokens.clear()
+        for exchange in self.resumable.values():
+            exchange.close()
+        self.resumable.clear()
         if self.stream is not None:
             self.stream.close()
 
@@ -204,7 +227,12 @@ class _LegacyLeg:
         send: Send,
         sse: bool,
         headers: list[tuple[bytes, bytes]] | None = None,
+        *,
+        resumable: bool = False,
     ) -> None:
+        """Serve one POSTed message of a session. ``resumable`` (a 2025-11-25 client):
+        an answer streamed as SSE carries event ids, starts with a priming event and a
+        ``retry`` hint, and can be resumed after a dropped connection (:meth:`_get`)."""
         method = obj.get("method")
         if "id" not in obj or method is None:
             # A notification, or the answer to a server→client request.
@@ -232,7 +260,11 @@ class _LegacyLeg:
                 f"Request id {rid!r} is already in use in this session",
                 id=rid,
             )
-        exchange = _Exchange(rid)
+        log = None
+        if resumable:
+            session._streams += 1
+            log = _EventLog(str(session._streams))
+        exchange = _Exchange(rid, log)
         session.exchanges[rid] = exchange
         params = obj.get("params")
         meta = params.get("_meta") if type(params) is dict else None
@@ -242,8 +274,14 @@ class _LegacyLeg:
         try:
             # A disconnect is not a cancellation here (MCP 2025-11-25): the call goes
             # on; its answer has nowhere to go and is dropped.
+            if log is not None:
+                session.resumable[log.stream] = exchange
             await _answer(exchange, receive, send, sse, modern=False, headers=headers)
         finally:
+            if log is not None and not log.started:
+                session.resumable.pop(log.stream, None)  # answered as JSON: no ids
+            elif log is not None and log.finished:
+                session.finished(log.stream)
             session.last_used = time.monotonic()
 
     async def _get(
@@ -251,6 +289,10 @@ class _LegacyLeg:
     ) -> None:
         if not _media_types(headers.get("accept")) & {"text/event-stream", "text/*", "*/*"}:
             raise _Refusal(406, INVALID_REQUEST, "Not Acceptable: GET streams text/event-stream")
+        last = headers.get("last-event-id")
+        if last is not None:
+            await self._resume(session, last, receive, send)
+            return
         if session.stream is not None:
             raise _Refusal(409, INVALID_REQUEST, "This session's stream is already open")
         stream = session.stream = _Exchange()
@@ -259,6 +301,27 @@ class _LegacyLeg:
         finally:
             if session.stream is stream:
                 session.stream = None
+            session.last_used = time.monotonic()
+
+    async def _resume(
+        self, session: _LegacySession, last: str, receive: Receive, send: Send
+    ) -> None:
+        """``GET`` + ``Last-Event-ID``: the rest of the POST stream that event belongs
+        to, never another stream's or another session's (MCP 2025-11-25, resumability).
+
+        Raises:
+            _Refusal: 400 for an id of no resumable stream of this session (unknown,
+                or answered and no longer kept: :data:`KEPT_FINISHED`).
+        """
+        exchange = session.resumable.get(last.rpartition("-")[0])
+        after = exchange.log.parse(last) if exchange is not None and exchange.log else None
+        if exchange is None or exchange.log is None or after is None:
+            raise _Refusal(400, INVALID_REQUEST, "Last-Event-ID names no stream to resume")
+        try:
+            await _resume(exchange, after, receive, send)
+        finally:
+            if exchange.log.finished:
+                session.finished(exchange.log.stream)
             session.last_used = time.monotonic()
 
     def _end_session(self, session: _LegacySession) -> None:

@@ -29,7 +29,7 @@ from toolwire.errors import (
 from toolwire.messages import error_response
 from toolwire.modern import MISSING_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION
 
-__all__ = ["HEADER_MISMATCH", "KEEPALIVE_SECONDS", "LEGACY_PROTOCOL_VERSIONS"]
+__all__ = ["HEADER_MISMATCH", "KEEPALIVE_SECONDS", "LEGACY_PROTOCOL_VERSIONS", "RETRY_MS"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -42,6 +42,10 @@ malformed or contradicts the body (HTTP 400)."""
 
 LEGACY_PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 """``MCP-Protocol-Version`` values served by the session (2025-11-25) leg."""
+
+RETRY_MS = 1000
+"""The ``retry`` hint of a resumable SSE stream's priming event: milliseconds a client
+waits before reconnecting with ``Last-Event-ID`` (MCP 2025-11-25, polling)."""
 
 KEEPALIVE_SECONDS = 15.0
 """Seconds of silence on an SSE stream after which a comment line is sent, so proxies
@@ -103,15 +107,66 @@ class _Outbox(ByteSendStream):
         pass
 
 
+class _EventLog:
+    """The SSE events of one resumable 2025-11-25 POST stream: its id in the session
+    and every message sent on it, so a client that lost the connection can resume with
+    ``GET`` + ``Last-Event-ID`` (MCP 2025-11-25 "transports/streamable-http",
+    resumability and redelivery).
+
+    Event ids are ``<stream>-<n>``: ``n`` = 0 for the priming event (an id and empty
+    data), then 1, 2, … for the stream's messages; unique across the session's streams
+    because ``stream`` is.
+    """
+
+    def __init__(self, stream: str) -> None:
+        self.stream = stream
+        self.events: list[bytes] = []
+        """The messages sent so far (event ``n`` is ``events[n - 1]``)."""
+        self.started = False
+        """The priming event was sent: the client holds an id it can resume from."""
+        self.finished = False
+        """The response was written on a connection (it may still be replayed)."""
+        self._writer: tuple[anyio.CancelScope, anyio.Event] | None = None
+
+    async def take(self, scope: anyio.CancelScope) -> None:
+        """Make the connection that ``scope`` writes for this stream's only writer,
+        ending the one writing it so far (a client resuming has lost that one, even if
+        the host has not noticed yet: a half-open TCP connection)."""
+        while self._writer is not None:
+            old, released = self._writer
+            old.cancel()
+            await released.wait()
+        self._writer = (scope, anyio.Event())
+
+    def release(self, scope: anyio.CancelScope) -> None:
+        """``scope``'s connection no longer writes this stream."""
+        if self._writer is not None and self._writer[0] is scope:
+            self._writer[1].set()
+            self._writer = None
+
+    def event_id(self, n: int) -> bytes:
+        return f"{self.stream}-{n}".encode()
+
+    def parse(self, last_event_id: str) -> int | None:
+        """The event number of ``last_event_id`` on this stream, or None."""
+        stream, _, n = last_event_id.rpartition("-")
+        if stream != self.stream or not n.isdigit() or int(n) > len(self.events):
+            return None
+        return int(n)
+
+
 class _Exchange:
     """Messages owed to one HTTP response: the server's messages about one request,
-    then its response (``final``), or a 2025 session's standalone GET stream."""
+    then its response (``final``), or a 2025 session's standalone GET stream. With an
+    :class:`_EventLog` (``log``), its SSE events carry ids and it outlives a dropped
+    connection."""
 
-    def __init__(self, request_id: Any = None) -> None:
+    def __init__(self, request_id: Any = None, log: _EventLog | None = None) -> None:
         self.request_id = request_id
         self._tx, self._rx = anyio.create_memory_object_stream[tuple[bytes, bool]](math.inf)
         self.done = False
         self.cancelled = False
+        self.log = log
 
     def deliver(self, raw: bytes, final: bool = False) -> None:
         with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
@@ -339,15 +394,22 @@ async def _answer(
 ) -> None:
     """Answer an exchange: JSON when its response comes first, else an SSE stream
     of its messages ending with the response (or, ``standalone``, open until the
-    client leaves or the session ends)."""
+    client leaves or the session ends). With an event log, the stream starts with a
+    priming event (id ``<stream>-0``, ``retry``, empty data), its events carry ids, and
+    a dropped connection leaves the exchange for :func:`_resume`."""
     extra = headers or []
     gone = anyio.Event()
+    writing = anyio.CancelScope()
+    log = None if standalone else exchange.log
 
     async def watch() -> None:
         while (await receive())["type"] != "http.disconnect":
             pass
         gone.set()
-        exchange.close()
+        if log is not None and log.started:
+            writing.cancel()  # resumable: the call goes on, its events are kept
+        else:
+            exchange.close()
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(watch)
@@ -425,25 +487,96 @@ async def _answer(
             await send(
                 {"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS + extra}
             )
-            item = first
-            while True:
-                if item is not None:
-                    event = b"event: message\ndata: " + item[0] + b"\n\n"
-                    await send({"type": "http.response.body", "body": event, "more_body": True})
-                    if item[1]:
-                        break
-                item = None
-                with anyio.move_on_after(KEEPALIVE_SECONDS):
-                    item = await exchange.next()
-                    if item is None:
-                        break
-                if item is None:
-                    await send(
-                        {"type": "http.response.body", "body": b": ping\n\n", "more_body": True}
-                    )
-            if not gone.is_set():
+            with writing:
+                if log is not None:
+                    priming = b"id: " + log.event_id(0) + b"\nretry: %d\ndata: \n\n" % RETRY_MS
+                    log.started = True
+                    await log.take(writing)
+                    await send({"type": "http.response.body", "body": priming, "more_body": True})
+                await _write_events(exchange, send, first)
+            if log is not None:
+                log.release(writing)
+            if not gone.is_set():  # (after release: a stuck write holds no resumer)
                 await send({"type": "http.response.body", "body": b""})
         except OSError:
             pass  # the client went away while we wrote
         finally:
+            if log is not None:
+                log.release(writing)
             tg.cancel_scope.cancel()
+
+
+async def _write_events(
+    exchange: _Exchange, send: Send, item: tuple[bytes, bool] | None, replay: int | None = None
+) -> None:
+    """Write an exchange's messages as SSE events, starting with ``item``, until its
+    response (``: ping`` after each :data:`KEEPALIVE_SECONDS` of silence). With an event
+    log, each event carries its id and is kept; ``replay`` = n first re-sends the kept
+    events after event n."""
+    log = exchange.log
+    if log is not None and replay is not None:
+        for n in range(replay + 1, len(log.events) + 1):
+            raw = log.events[n - 1]
+            event = b"id: " + log.event_id(n) + b"\nevent: message\ndata: " + raw + b"\n\n"
+            await send({"type": "http.response.body", "body": event, "more_body": True})
+            if _is_response(raw):
+                log.finished = True
+                return
+    while True:
+        if item is not None:
+            event = b"event: message\ndata: " + item[0] + b"\n\n"
+            if log is not None:
+                log.events.append(item[0])
+                event = b"id: " + log.event_id(len(log.events)) + b"\n" + event
+            await send({"type": "http.response.body", "body": event, "more_body": True})
+            if item[1]:
+                if log is not None:
+                    log.finished = True
+                break
+        item = None
+        with anyio.move_on_after(KEEPALIVE_SECONDS):
+            item = await exchange.next()
+            if item is None:
+                break
+        if item is None:
+            await send({"type": "http.response.body", "body": b": ping\n\n", "more_body": True})
+
+
+def _is_response(raw: bytes) -> bool:
+    with contextlib.suppress(ValueError):
+        msg = _json.loads(raw)
+        return type(msg) is dict and "method" not in msg
+    return False
+
+
+async def _resume(exchange: _Exchange, after: int, receive: Receive, send: Send) -> None:
+    """Answer ``GET`` + ``Last-Event-ID``: a resumable exchange's events after event
+    ``after`` again, then the rest of its messages as they come, ending with its
+    response (MCP 2025-11-25 "transports/streamable-http", resumability). The
+    connection that wrote the stream so far is ended; a dropped connection leaves it
+    resumable again."""
+    log = exchange.log
+    assert log is not None
+    writing = anyio.CancelScope()
+
+    async def watch() -> None:
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        writing.cancel()
+
+    await log.take(writing)
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watch)
+            try:
+                await send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
+                with writing:
+                    await _write_events(exchange, send, None, replay=after)
+                log.release(writing)
+                await send({"type": "http.response.body", "body": b""})
+            except OSError:
+                pass
+            finally:
+                tg.cancel_scope.cancel()
+    finally:
+        log.release(writing)

@@ -3,6 +3,7 @@ ephemeral loopback port, httpx as the client; no bridge, no mocks)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -205,6 +206,100 @@ def test_modern_notification_is_202(host: HttpHost) -> None:
     _, headers = modern_request(0, "tools/list")
     r = post(host, {"jsonrpc": "2.0", "method": "notifications/cancelled"}, headers)
     assert r.status_code == 202 and r.content == b""
+
+
+def sse_events(r: httpx.Response) -> Iterator[dict[str, str]]:
+    """The events of a streamed SSE response as field → value (data lines joined),
+    comments left out."""
+    event: dict[str, str] = {}
+    for line in r.iter_lines():
+        if line == "":
+            if event:
+                yield event
+            event = {}
+        elif not line.startswith(":"):
+            field, _, value = line.partition(":")
+            value = value[1:] if value.startswith(" ") else value
+            event[field] = event[field] + "\n" + value if field in event else value
+
+
+def resume(h: HttpHost, client: httpx.Client, sid: str, last: str) -> Any:
+    headers = {**session_headers(sid), "Accept": "text/event-stream", "Last-Event-ID": last}
+    return client.stream("GET", h.url, headers=headers, timeout=TIMEOUT)
+
+
+def test_legacy_sse_stream_resumes_with_last_event_id(host: HttpHost, tmp_path: Any) -> None:
+    """MCP 2025-11-25 resumability: a 2025-11-25 client's streamed answer starts with a
+    priming event (an id, empty data) and a ``retry`` hint, every event has an id, and a
+    GET with ``Last-Event-ID`` gets the events after it again, then the rest of the call
+    on the same stream; a second resume takes the stream over; another session cannot."""
+    sid = open_session(host)
+    gate = tmp_path / "go"
+    body = {
+        "jsonrpc": "2.0",
+        "id": 30,
+        "method": "tools/call",
+        "params": {"name": "wait_logged", "arguments": {"path": str(gate)}},
+    }
+    with httpx.Client() as client:
+        with client.stream(
+            "POST", host.url, json=body, headers=session_headers(sid), timeout=TIMEOUT
+        ) as r:
+            assert r.headers["content-type"].startswith("text/event-stream")
+            events = sse_events(r)
+            priming = next(events)
+            stream, _, n = priming["id"].rpartition("-")
+            assert n == "0" and priming["data"] == "" and priming["retry"] == "1000"
+            first = next(events)
+            assert first["id"] == f"{stream}-1"
+            assert json.loads(first["data"])["params"]["data"] == "waiting"
+        # the connection is gone, the call goes on; resume from the priming event
+        with resume(host, client, sid, f"{stream}-0") as old:
+            old_events = sse_events(old)
+            replayed = next(old_events)
+            assert replayed["id"] == f"{stream}-1" and replayed["data"] == first["data"]
+            # a second resume takes the stream over: the first connection's stream ends
+            with resume(host, client, sid, f"{stream}-1") as r:
+                assert list(old_events) == []
+                events = sse_events(r)
+                gate.write_text("")
+                resumed, answer = next(events), next(events)
+                assert resumed["id"] == f"{stream}-2"
+                assert json.loads(resumed["data"])["params"]["data"] == "resumed"
+                assert answer["id"] == f"{stream}-3"
+                response = json.loads(answer["data"])
+                assert response["id"] == 30
+                assert response["result"]["content"][0]["text"] == "finished"
+                assert list(events) == []  # the response ends the stream
+        # an answered stream is kept: its end can be fetched again
+        with resume(host, client, sid, f"{stream}-2") as r:
+            assert [e["id"] for e in sse_events(r)] == [f"{stream}-3"]
+        other = open_session(host)
+        for who, last in ((other, f"{stream}-0"), (sid, "999-0"), (sid, f"{stream}-9")):
+            with resume(host, client, who, last) as r:
+                r.read()
+                assert r.status_code == 400, (who, last)
+                assert r.json()["error"]["code"] == -32600
+
+
+def test_legacy_sse_before_2025_11_25_has_no_event_ids(host: HttpHost) -> None:
+    """Clients before 2025-11-25 cannot parse a priming event (empty data): their
+    streamed answers carry neither ids nor a priming event nor ``retry``."""
+    sid = open_session(host)
+    body = {
+        "jsonrpc": "2.0",
+        "id": 31,
+        "method": "tools/call",
+        "params": {"name": "steps", "arguments": {"n": 2}, "_meta": {"progressToken": "p"}},
+    }
+    headers = {**session_headers(sid), "MCP-Protocol-Version": "2025-06-18"}
+    with (
+        httpx.Client() as client,
+        client.stream("POST", host.url, json=body, headers=headers, timeout=TIMEOUT) as r,
+    ):
+        events = list(sse_events(r))
+    assert events and all(set(e) == {"event", "data"} for e in events)
+    assert json.loads(events[-1]["data"])["id"] == 31
 
 
 def test_legacy_session_lifecycle(host: HttpHost) -> None:

@@ -338,3 +338,10 @@ REGION_SCHEMA = {
 async def custom_header(arguments: dict[str, Any]) -> str:
     """Echoes ``region``, which HTTP clients mirror in the ``Mcp-Param-Region`` header."""
     return f"region {arguments['region']}"
+
+
+@tool(name="test_reconnection")
+async def reconnection(ctx: ToolContext) -> str:
+    """Logs one line (so the answer streams as SSE, with event ids), then returns."""
+    await ctx.log("info", "reconnection test running")
+    return "Reconnection test completed"

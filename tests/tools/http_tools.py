@@ -58,3 +58,13 @@ ROUTED_SCHEMA = {
 async def routed(arguments: dict[str, Any]) -> str:
     """Echo ``region``; HTTP clients mirror the annotated arguments as ``Mcp-Param-*``."""
     return f"routed to {arguments['region']}"
+
+
+@tool
+async def wait_logged(path: str, ctx: ToolContext) -> str:
+    """Log "waiting", wait until ``path`` exists, log "resumed", return "finished"."""
+    await ctx.log("info", "waiting")
+    while not Path(path).exists():
+        await anyio.sleep(0.005)
+    await ctx.log("info", "resumed")
+    return "finished"
