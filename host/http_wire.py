@@ -10,6 +10,7 @@ import base64
 import binascii
 import contextlib
 import math
+from collections import deque
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
@@ -42,6 +43,10 @@ malformed or contradicts the body (HTTP 400)."""
 
 LEGACY_PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 """``MCP-Protocol-Version`` values served by the session (2025-11-25) leg."""
+
+KEPT_EVENTS = 256
+"""Messages a resumable SSE stream keeps for replay: a resume from an older event
+is refused (a call that reports progress in a loop holds no unbounded buffer)."""
 
 RETRY_MS = 1000
 """The ``retry`` hint of a resumable SSE stream's priming event: milliseconds a client
@@ -120,8 +125,11 @@ class _EventLog:
 
     def __init__(self, stream: str) -> None:
         self.stream = stream
-        self.events: list[bytes] = []
-        """The messages sent so far (event ``n`` is ``events[n - 1]``)."""
+        self.events: deque[bytes] = deque(maxlen=KEPT_EVENTS)
+        """The last :data:`KEPT_EVENTS` messages sent (event ``n`` is
+        ``events[n - self.first]``)."""
+        self.sent = 0
+        """Events sent so far (the number of the last one)."""
         self.started = False
         """The priming event was sent: the client holds an id it can resume from."""
         self.finished = False
@@ -150,9 +158,22 @@ class _EventLog:
     def parse(self, last_event_id: str) -> int | None:
         """The event number of ``last_event_id`` on this stream, or None."""
         stream, _, n = last_event_id.rpartition("-")
-        if stream != self.stream or not n.isdigit() or int(n) > len(self.events):
+        if stream != self.stream or not n.isdigit():
             return None
+        if not self.first - 1 <= int(n) <= self.sent:
+            return None  # not sent yet, or older than what is kept
         return int(n)
+
+    @property
+    def first(self) -> int:
+        """The number of the oldest event kept."""
+        return self.sent - len(self.events) + 1
+
+    def add(self, raw: bytes) -> int:
+        """Keep one more message; its event number."""
+        self.events.append(raw)
+        self.sent += 1
+        return self.sent
 
 
 class _Exchange:
@@ -515,8 +536,8 @@ async def _write_events(
     events after event n."""
     log = exchange.log
     if log is not None and replay is not None:
-        for n in range(replay + 1, len(log.events) + 1):
-            raw = log.events[n - 1]
+        for n in range(replay + 1, log.sent + 1):
+            raw = log.events[n - log.first]
             event = b"id: " + log.event_id(n) + b"\nevent: message\ndata: " + raw + b"\n\n"
             await send({"type": "http.response.body", "body": event, "more_body": True})
             if _is_response(raw):
@@ -526,8 +547,7 @@ async def _write_events(
         if item is not None:
             event = b"event: message\ndata: " + item[0] + b"\n\n"
             if log is not None:
-                log.events.append(item[0])
-                event = b"id: " + log.event_id(len(log.events)) + b"\n" + event
+                event = b"id: " + log.event_id(log.add(item[0])) + b"\n" + event
             await send({"type": "http.response.body", "body": event, "more_body": True})
             if item[1]:
                 if log is not None:

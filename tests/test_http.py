@@ -282,6 +282,38 @@ def test_legacy_sse_stream_resumes_with_last_event_id(host: HttpHost, tmp_path: 
                 assert r.json()["error"]["code"] == -32600
 
 
+def test_legacy_sse_resume_keeps_a_bounded_tail(host: HttpHost) -> None:
+    """A resumable stream keeps only its last KEPT_EVENTS messages for replay: a resume
+    from an older event is refused (400), one from the oldest kept replays them all."""
+    from toolwire.host.http_wire import KEPT_EVENTS
+
+    sid = open_session(host)
+    n = KEPT_EVENTS + 40
+    body = {
+        "jsonrpc": "2.0",
+        "id": 32,
+        "method": "tools/call",
+        "params": {"name": "chatty", "arguments": {"n": n}},
+    }
+    with httpx.Client() as client:
+        with client.stream(
+            "POST", host.url, json=body, headers=session_headers(sid), timeout=TIMEOUT
+        ) as r:
+            ids = [e["id"] for e in sse_events(r)]
+        stream = ids[0].rpartition("-")[0]
+        assert ids == [f"{stream}-{i}" for i in range(n + 2)]  # priming, n logs, response
+        oldest = n + 2 - KEPT_EVENTS  # the number of the oldest event kept
+        with resume(host, client, sid, f"{stream}-{oldest}") as r:
+            replayed = list(sse_events(r))
+        assert len(replayed) == KEPT_EVENTS - 1
+        assert json.loads(replayed[-1]["data"])["result"]["content"][0]["text"] == "said"
+        with resume(host, client, sid, f"{stream}-{oldest - 1}") as r:
+            assert len(list(sse_events(r))) == KEPT_EVENTS
+        with resume(host, client, sid, f"{stream}-{oldest - 2}") as r:
+            r.read()
+            assert r.status_code == 400
+
+
 def test_legacy_sse_before_2025_11_25_has_no_event_ids(host: HttpHost) -> None:
     """Clients before 2025-11-25 cannot parse a priming event (empty data): their
     streamed answers carry neither ids nor a priming event nor ``retry``."""

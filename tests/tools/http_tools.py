@@ -68,3 +68,11 @@ async def wait_logged(path: str, ctx: ToolContext) -> str:
         await anyio.sleep(0.005)
     await ctx.log("info", "resumed")
     return "finished"
+
+
+@tool
+async def chatty(n: int, ctx: ToolContext) -> str:
+    """Log ``n`` lines ("line 1" …), then return "said"."""
+    for i in range(n):
+        await ctx.log("info", f"line {i + 1}")
+    return "said"
