@@ -319,7 +319,7 @@ def is_worker(pid: int) -> bool:
         cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return False
-    return comm != "bwrap" and b"toolwire.host.worker" in cmd
+    return comm != "bwrap" and b"toolwire.host.workers.worker" in cmd
 
 
 def ensure_wrk() -> None:

@@ -15,7 +15,7 @@ Server, as MCPServer cannot take raw schemas); sequential echo p50/p99 (async an
 handler); 5000 pipelined echo calls; 20 concurrent 200 ms async sleeps; echo latency while N
 synchronous blocking calls are in flight (N = 5, 39, 200); one 5 MiB echo (time and response
 bytes); idle and peak RSS (for workers: the host and, apart, each worker python found among
-the host's descendants by ``toolwire.host.worker`` in its command line, and its bubblewrap
+the host's descendants by ``toolwire.host.workers.worker`` in its command line, and its bubblewrap
 wrapper); ping latency while a tool holds its event loop for 2 s; a call stuck past its
 0.5 s timeout: when its error result arrives, when the stuck worker is gone and when the
 next call is answered; how long the server takes to exit after stdin's EOF or SIGTERM while
@@ -304,9 +304,9 @@ def descendants(pid: int) -> list[int]:
 
 def worker_processes(host_pid: int) -> tuple[list[int], list[int], list[int]]:
     """(worker pythons, bubblewrap wrappers, worker templates) among the host's
-    descendants: the processes whose command line holds ``toolwire.host.worker``, told
+    descendants: the processes whose command line holds ``toolwire.host.workers.worker``, told
     apart by their name, and those whose command line shows ``toolwire-worker-tmpl``
-    (the template a module's workers are forked from, toolwire.host.template)."""
+    (the template a module's workers are forked from, toolwire.host.workers.template)."""
     pythons: list[int] = []
     wrappers: list[int] = []
     templates: list[int] = []
@@ -318,7 +318,7 @@ def worker_processes(host_pid: int) -> tuple[list[int], list[int], list[int]]:
             continue
         if b"toolwire-worker-tmpl" in cmdline and comm != "bwrap":
             templates.append(pid)
-        elif b"toolwire.host.worker" in cmdline:
+        elif b"toolwire.host.workers.worker" in cmdline:
             (wrappers if comm == "bwrap" else pythons).append(pid)
     return pythons, wrappers, templates
 
@@ -416,7 +416,7 @@ async def direct_worker(server: Server, n: int) -> dict[str, float]:
         "maxThreads": 256,
         "logLevel": "warning",
     }
-    argv = [PY, "-P", "-m", "toolwire.host.worker", json.dumps(config)]
+    argv = [PY, "-P", "-m", "toolwire.host.workers.worker", json.dumps(config)]
     c = await RawClient.start(server, argv)
     try:
         await c.request("initialize", {"protocolVersion": "toolwire-worker/1"})
@@ -1149,7 +1149,7 @@ def main() -> None:
         check=True,
         stdout=subprocess.DEVNULL,
     )
-    subprocess.run([PY, "-c", "import toolwire.host.connection, mcp"], check=True)
+    subprocess.run([PY, "-c", "import toolwire.host.serve.connection, mcp"], check=True)
     global ROOT
     ROOT = Path(tempfile.mkdtemp(prefix="toolwire-bench-root-"))
     try:

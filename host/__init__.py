@@ -17,48 +17,48 @@ Write a tool::
 and serve it: ``toolwire serve --tools shout.py``. To serve a connection inside a
 process of your own, await :func:`run_host` with a :class:`HostConfig` and two file
 descriptors, or :func:`serve_connection` with two anyio byte streams (``toolwire
-serve`` itself is :mod:`toolwire.host.process`).
+serve`` itself is :mod:`toolwire.host.serve.process`).
 
 Errors, by when they happen (and so who sees them):
 
 1. **Definition and start-up time**: raised to the code that declares tools or starts the
    host; nothing is served yet.
 
-   * :class:`ToolDefinitionError` (``toolwire.host.definition``): a tool that cannot be
+   * :class:`ToolDefinitionError` (``toolwire.host.tools.definition``): a tool that cannot be
      registered (bad name, no description, a signature or ``input_schema`` without a
      valid JSON Schema), from ``@tool``/``build_tool`` and the registry.
-   * :class:`StartupError` (``toolwire.host.options``): the host cannot start as
+   * :class:`StartupError` (``toolwire.host.serve.options``): the host cannot start as
      configured; ``toolwire serve`` prints it and exits 2. It carries what went wrong
      below it: a ``--tools`` module that does not import (``WorkerStartError``) or
      defines a bad tool, a sandbox asked for but unavailable (``SandboxUnavailable``).
-   * ``ConfigError`` (``toolwire.host.config``, a ``ValueError``): a ``toolwire.toml``
+   * ``ConfigError`` (``toolwire.host.serve.config``, a ``ValueError``): a ``toolwire.toml``
      that cannot be read or does not match its schema, from ``config_from_args``.
 
 2. **Call time, as an error result**: the call is answered with a ``CallToolResult``
    whose ``isError`` is true, text the model can read and act on (MCP 2025-11-25, Tools
    § Error Handling: tool execution errors are results, not protocol errors).
 
-   * :class:`ToolError` (``toolwire.host.results``): raised by a handler with exactly the
+   * :class:`ToolError` (``toolwire.host.tools.results``): raised by a handler with exactly the
      message to show (any other exception a handler raises becomes one the same way);
-     ``CommandLimitReached`` (``toolwire.host.commands``, no command slot in time) is one.
-   * :class:`PathError` (``toolwire.host.paths``): a path argument outside the root, or
-     missing where it must exist; ``InputError`` (``toolwire.host.inputs``): a write to
+     ``CommandLimitReached`` (``toolwire.host.sandbox.commands``, no command slot in time) is one.
+   * :class:`PathError` (``toolwire.host.sandbox.paths``): a path argument outside the root, or
+     missing where it must exist; ``InputError`` (``toolwire.host.sandbox.inputs``): a write to
      a host input.
-   * ``ArgumentError`` (``toolwire.host.arguments``): arguments that fail the input
+   * ``ArgumentError`` (``toolwire.host.tools.arguments``): arguments that fail the input
      schema, listed field by field, at preflight (the call never runs).
-   * ``HookError`` (``toolwire.host.hooks``): a ``before_tool_call``/``after_tool_call``
+   * ``HookError`` (``toolwire.host.tools.hooks``): a ``before_tool_call``/``after_tool_call``
      hook that raised or returned something unusable; a hook's :class:`Block` and the
      host's own approval denial (``HostDenial``) give error results without an exception.
-   * ``InputNeeded`` (``toolwire.host.rounds``, 2026-07-28 era): not an error result but
+   * ``InputNeeded`` (``toolwire.host.tools.rounds``, 2026-07-28 era): not an error result but
      an input-required one, asking the client for what the call needs.
 
 3. **Protocol**: the request is answered with a JSON-RPC error instead of a result.
 
    * ``toolwire.errors.JsonRpcError``: malformed requests, invalid params, an unknown
      tool (-32602), a cancelled request.
-   * ``ProtocolFailure`` (``toolwire.host.results``): a call that must fail as a JSON-RPC
+   * ``ProtocolFailure`` (``toolwire.host.tools.results``): a call that must fail as a JSON-RPC
      error (a worker process that could not encode its result: -32603).
-   * ``AuthFailure`` (``toolwire.host.httpauth``, ``serve --http``): HTTP 401/403 before
+   * ``AuthFailure`` (``toolwire.host.serve.httpauth``, ``serve --http``): HTTP 401/403 before
      any JSON-RPC is read.
 
 ``UnsupportedSchema`` (``toolwire.host.schema``) never leaves the host: a schema the
@@ -106,48 +106,52 @@ __all__ = [
 __getattr__ = lazy_exports(
     __name__,
     {
-        "ApprovalPolicy": ".approval",
-        "Block": ".hooks",
-        "ExecEnv": ".context",
-        "Executor": ".executor",
-        "HostConfig": ".options",
-        "HostServer": ".server",
-        "NOT_GIVEN": ".hooks",
-        "Param": ".hints",
-        "PathError": ".paths",
-        "Pipeline": ".pipeline",
-        "Registry": ".registry",
-        "ResultPatch": ".hooks",
-        "RunResult": ".commands",
-        "StartupError": ".options",
-        "Tool": ".definition",
+        "ApprovalPolicy": ".calls.approval",
+        "Block": ".tools.hooks",
+        "ExecEnv": ".tools.context",
+        "Executor": ".calls.executor",
+        "HostConfig": ".serve.options",
+        "HostServer": ".methods.server",
+        "NOT_GIVEN": ".tools.hooks",
+        "Param": ".schema.hints",
+        "PathError": ".sandbox.paths",
+        "Pipeline": ".calls.pipeline",
+        "Registry": ".tools.registry",
+        "ResultPatch": ".tools.hooks",
+        "RunResult": ".sandbox.commands",
+        "StartupError": ".serve.options",
+        "Tool": ".tools.definition",
         "ToolAnnotations": "toolwire.models",
-        "IncomingCall": ".hooks",
-        "ToolContext": ".context",
-        "ToolDefinitionError": ".definition",
-        "ToolError": ".results",
-        "ToolResult": ".results",
-        "after_tool_call": ".hooks",
-        "before_tool_call": ".hooks",
-        "run_host": ".connection",
-        "run_in_env": ".commands",
-        "serve_connection": ".connection",
-        "tool": ".decorator",
+        "IncomingCall": ".tools.hooks",
+        "ToolContext": ".tools.context",
+        "ToolDefinitionError": ".tools.definition",
+        "ToolError": ".tools.results",
+        "ToolResult": ".tools.results",
+        "after_tool_call": ".tools.hooks",
+        "before_tool_call": ".tools.hooks",
+        "run_host": ".serve.connection",
+        "run_in_env": ".sandbox.commands",
+        "serve_connection": ".serve.connection",
+        "tool": ".tools.decorator",
     },
 )
 
 if TYPE_CHECKING:
     from toolwire.models import ToolAnnotations
 
-    from .approval import ApprovalPolicy
-    from .commands import RunResult, run_in_env
-    from .connection import run_host, serve_connection
-    from .context import ExecEnv, ToolContext
-    from .decorator import tool
-    from .definition import Tool, ToolDefinitionError
-    from .executor import Executor
-    from .hints import Param
-    from .hooks import (
+    from .calls.approval import ApprovalPolicy
+    from .calls.executor import Executor
+    from .calls.pipeline import Pipeline
+    from .methods.server import HostServer
+    from .sandbox.commands import RunResult, run_in_env
+    from .sandbox.paths import PathError
+    from .schema.hints import Param
+    from .serve.connection import run_host, serve_connection
+    from .serve.options import HostConfig, StartupError
+    from .tools.context import ExecEnv, ToolContext
+    from .tools.decorator import tool
+    from .tools.definition import Tool, ToolDefinitionError
+    from .tools.hooks import (
         NOT_GIVEN,
         Block,
         IncomingCall,
@@ -155,9 +159,5 @@ if TYPE_CHECKING:
         after_tool_call,
         before_tool_call,
     )
-    from .options import HostConfig, StartupError
-    from .paths import PathError
-    from .pipeline import Pipeline
-    from .registry import Registry
-    from .results import ToolError, ToolResult
-    from .server import HostServer
+    from .tools.registry import Registry
+    from .tools.results import ToolError, ToolResult

@@ -5,7 +5,7 @@
 protocol-rule test moves from a spawned ``toolwire serve`` to this harness by changing
 which class (or which ``wire_host``) it uses, and nothing else. What runs is what
 ``toolwire serve`` runs for the connection: the same option parsing
-(:func:`toolwire.host.options.build_parser`, :func:`~toolwire.host.options.config_from_args`),
+(:func:`toolwire.host.serve.options.build_parser`, :func:`~toolwire.host.serve.options.config_from_args`),
 the same registry, built-ins, worker processes (on unless the arguments say
 ``--isolation none``), sandbox and server, served by the host's public
 :func:`toolwire.host.serve_connection` on anyio byte streams backed by memory object
@@ -174,7 +174,7 @@ class InProcHost:
     """
 
     def __init__(self, args: Sequence[str] = (), *, framing: str = "ndjson") -> None:
-        from toolwire.host.options import build_parser, config_from_args
+        from toolwire.host.serve.options import build_parser, config_from_args
 
         self.framing = framing
         self.config = config_from_args(build_parser().parse_args(list(args)))
@@ -203,8 +203,8 @@ class InProcHost:
         self._closed = False
 
     async def _serve(self, receive: ByteReceiveStream, send: ByteSendStream) -> int:
-        from toolwire.host.connection import serve_connection
-        from toolwire.host.options import StartupError
+        from toolwire.host.serve.connection import serve_connection
+        from toolwire.host.serve.options import StartupError
 
         try:
             return await serve_connection(self.config, receive, send, guard=_NoGuard())
@@ -344,7 +344,7 @@ class InProcHost:
             self._stack.close()
             self._logger.removeHandler(self._log)
             self._logger.setLevel(self._old_level)
-            from toolwire.host import outputs
+            from toolwire.host.sandbox import outputs
 
             outputs.remove_directory()  # as the process does at exit
 
@@ -366,7 +366,7 @@ async def _cancel_all() -> None:
 
 
 class _NoGuard:
-    """The :class:`toolwire.host.connection.ProcessGuard` of an in-process host: the
+    """The :class:`toolwire.host.serve.connection.ProcessGuard` of an in-process host: the
     test owns the process, so no signal is taken over and nothing ends the process."""
 
     def watch(self, close: Any, seconds_to_exit: Any, exit_code: Any) -> None:
@@ -425,8 +425,8 @@ async def connected_client(args: Sequence[str], **options: Any) -> AsyncIterator
             arguments.
     """
     from toolwire.client import Client
-    from toolwire.host.connection import serve_connection
-    from toolwire.host.options import build_parser, config_from_args
+    from toolwire.host.serve.connection import serve_connection
+    from toolwire.host.serve.options import build_parser, config_from_args
 
     config = config_from_args(build_parser().parse_args(list(args)))
     to_host, host_in = anyio.create_memory_object_stream[bytes](math.inf)
@@ -456,6 +456,6 @@ async def connected_client(args: Sequence[str], **options: Any) -> AsyncIterator
             if not served.is_set():  # an in-process host cannot be killed: fail instead
                 tg.cancel_scope.cancel()
                 raise AssertionError("the in-process host did not stop within 30 s of EOF")
-    from toolwire.host import outputs
+    from toolwire.host.sandbox import outputs
 
     outputs.remove_directory()

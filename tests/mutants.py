@@ -44,7 +44,7 @@ class Mutant:
 
     Attributes:
         name: a short unique name.
-        path: the file, relative to the checkout (e.g. ``host/seccomp.py``).
+        path: the file, relative to the checkout (e.g. ``host/sandbox/seccomp.py``).
         old: text occurring exactly once in that file.
         new: what replaces it (one line's change).
         tests: pytest node ids (relative to the checkout) that must fail.
@@ -71,91 +71,91 @@ COMMIT_TESTS = "tests/test_commit_order_e2e.py"
 MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "seccomp: a call through another architecture is allowed",
-        "host/seccomp.py",
+        "host/sandbox/seccomp.py",
         'emit(_JEQ_K, _AUDIT_ARCH[machine], None, "kill")',
         "emit(_JEQ_K, _AUDIT_ARCH[machine], None, None)",
         SECCOMP_TESTS,
     ),
     Mutant(
         "seccomp: the x32 ABI is allowed",
-        "host/seccomp.py",
+        "host/sandbox/seccomp.py",
         'emit(_JGE_K, _X32_SYSCALL_BIT, "kill", None)',
         "emit(_JGE_K, _X32_SYSCALL_BIT, None, None)",
         SECCOMP_TESTS,
     ),
     Mutant(
         "seccomp: clone3 is allowed",
-        "host/seccomp.py",
+        "host/sandbox/seccomp.py",
         'emit(_JEQ_K, _number("clone3", machine) or 0, "enosys", None)',
         'emit(_JEQ_K, _number("clone3", machine) or 0, "allow", None)',
         SECCOMP_TESTS,
     ),
     Mutant(
         "seccomp: clone with namespace flags is allowed",
-        "host/seccomp.py",
+        "host/sandbox/seccomp.py",
         'emit(_JSET_K, _CLONE_NAMESPACES, "eperm", "allow")',
         'emit(_JSET_K, _CLONE_NAMESPACES, "allow", "allow")',
         SECCOMP_TESTS,
     ),
     Mutant(
         "seccomp: CLONE_NEWIPC is not a namespace flag",
-        "host/seccomp.py",
+        "host/sandbox/seccomp.py",
         "    | 0x08000000  # CLONE_NEWIPC",
         "    | 0  # CLONE_NEWIPC",
         SECCOMP_TESTS,
     ),
     Mutant(
         "seccomp: TIOCSTI is allowed",
-        "host/seccomp.py",
+        "host/sandbox/seccomp.py",
         'emit(_JEQ_K, _TIOCSTI, "eperm", None)',
         "emit(_JEQ_K, _TIOCSTI, None, None)",
         SECCOMP_TESTS,
     ),
     Mutant(
         "seccomp: any netlink protocol is allowed",
-        "host/seccomp.py",
+        "host/sandbox/seccomp.py",
         'emit(_JEQ_K, _NETLINK_ROUTE, "allow", "eprotonosupport")',
         'emit(_JEQ_K, _NETLINK_ROUTE, "allow", "allow")',
         SECCOMP_TESTS,
     ),
     Mutant(
         "requestState: expiry is ignored",
-        "host/rounds.py",
+        "host/tools/rounds.py",
         'if type(payload.get("exp")) is not int or payload["exp"] < time.time():',
         'if type(payload.get("exp")) is not int:',
         ("tests/test_rounds_state.py",),
     ),
     Mutant(
         "requestState: lives 1,000 times longer",
-        "host/rounds.py",
+        "host/tools/rounds.py",
         "body = dict(payload, exp=int(time.time() + self.lifetime))",
         "body = dict(payload, exp=int(time.time() + self.lifetime * 1000))",
         ("tests/test_rounds_state.py",),
     ),
     Mutant(
         "commands: a timeout fires at four times its limit",
-        "host/commands.py",
+        "host/sandbox/commands.py",
         "with anyio.move_on_after(timeout) as scope:",
         "with anyio.move_on_after(timeout * 4) as scope:",
         ("tests/test_commands.py::test_the_timeout_fires_at_its_limit_not_later",),
     ),
     Mutant(
         "sandbox: no IPC namespace",
-        "host/sandbox.py",
+        "host/sandbox/bubblewrap.py",
         '            "--unshare-ipc",\n',
         '            "--die-with-parent",\n',
         ("tests/test_sandbox_namespaces.py",),
     ),
     Mutant(
         "sandbox: no UTS namespace",
-        "host/sandbox.py",
+        "host/sandbox/bubblewrap.py",
         '            "--unshare-uts",\n',
         '            "--die-with-parent",\n',
         ("tests/test_sandbox_namespaces.py",),
     ),
     Mutant(
         "paths: a sibling of the root with the root's name as prefix is inside",
-        "host/paths.py",
+        "host/sandbox/paths.py",
         'return p == r or p.startswith(r.rstrip("/") + "/")',
         "return p == r or p.startswith(r)",
         (
@@ -164,35 +164,35 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         "paths: a resolved path outside the root is accepted",
-        "host/paths.py",
+        "host/sandbox/paths.py",
         "    if not is_inside(real, root):\n        raise _outside(path)\n    rel =",
         "    if False:\n        raise _outside(path)\n    rel =",
         ("tests/test_builtin_paths.py::test_escapes_refused",),
     ),
     Mutant(
         "paths: 300 components are allowed",
-        "host/paths.py",
+        "host/sandbox/paths.py",
         "MAX_PATH_COMPONENTS = 256\n",
         "MAX_PATH_COMPONENTS = 300\n",
         (PATH_DEPTH_TEST,),
     ),
     Mutant(
         "paths: a path argument of 256 components is refused",
-        "host/paths.py",
+        "host/sandbox/paths.py",
         'if path.count("/") + 1 > MAX_PATH_COMPONENTS:',
         'if path.count("/") + 1 >= MAX_PATH_COMPONENTS:',
         (PATH_DEPTH_TEST,),
     ),
     Mutant(
         "paths: a file 256 levels below the root is refused",
-        "host/paths.py",
+        "host/sandbox/paths.py",
         'if rel.count("/") > MAX_PATH_COMPONENTS:',
         'if rel.count("/") >= MAX_PATH_COMPONENTS:',
         (PATH_DEPTH_TEST,),
     ),
     Mutant(
         "outputs: read and grep open any host's full-output files",
-        "host/outputs.py",
+        "host/sandbox/outputs.py",
         "    if os.path.dirname(real) != d:",
         "    if not os.path.dirname(real).startswith(os.path.dirname(d)):",
         (
@@ -202,35 +202,35 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         "mounts: commands run unsandboxed though the sandbox is active",
-        "host/sandbox.py",
+        "host/sandbox/bubblewrap.py",
         "        if not sandboxed or self.bwrap is None:\n            return WrappedCommand(",
         "        if True:\n            return WrappedCommand(",
         ("tests/test_sandbox_escape_tmpfs.py",),
     ),
     Mutant(
         "mounts: the host's /tmp instead of a private tmpfs",
-        "host/sandbox.py",
+        "host/sandbox/bubblewrap.py",
         '("--proc", "", "/proc"), ("--tmpfs", "", "/tmp")]',
         '("--proc", "", "/proc"), ("--bind", "/tmp", "/tmp")]',
         ("tests/test_sandbox_escape.py::test_private_tmp_is_emptied_between_commands",),
     ),
     Mutant(
         "mounts: /dev stays writable",
-        "host/sandbox.py",
+        "host/sandbox/bubblewrap.py",
         'return [*sorted(ops, key=lambda op: _depth(op[2])), ("--remount-ro", "", "/dev")]',
         "return sorted(ops, key=lambda op: _depth(op[2]))",
         ("tests/test_sandbox_escape_tmpfs.py::test_dev_holds_no_files_but_its_devices_work",),
     ),
     Mutant(
         "mounts: extra_ro_paths are bound writable",
-        "host/sandbox.py",
+        "host/sandbox/bubblewrap.py",
         'ops += [("--ro-bind", p, p) for p in self.settings.extra_ro_paths]',
         'ops += [("--bind", p, p) for p in self.settings.extra_ro_paths]',
         ("tests/test_sandbox.py::test_extra_paths",),
     ),
     Mutant(
         "mounts: the full-output directory is bound writable",
-        "host/sandbox.py",
+        "host/sandbox/bubblewrap.py",
         'ops += [("--ro-bind", p, p) for p in outputs.sandbox_ro_paths()]',
         'ops += [("--bind", p, p) for p in outputs.sandbox_ro_paths()]',
         (
@@ -240,7 +240,7 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         "mounts: the host's inputs inside the root are writable",
-        "host/sandbox.py",
+        "host/sandbox/bubblewrap.py",
         '            ("--ro-bind", p, p)\n            for p in self.protected_paths',
         '            ("--bind", p, p)\n            for p in self.protected_paths',
         (
@@ -250,21 +250,21 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         "approval: a denied call runs",
-        "host/pipeline.py",
+        "host/calls/pipeline.py",
         "            if not decision.allowed:",
         "            if False:",
         ("tests/test_pipeline_e2e.py::test_a_denied_approval_never_runs_the_tool",),
     ),
     Mutant(
         "approval: a declined or cancelled form allows the call",
-        "host/approval.py",
+        "host/calls/approval.py",
         'return ApprovalDecision(False, f"the user {done} the approval form")',
         'return ApprovalDecision(True, f"the user {done} the approval form")',
         (MODERN_APPROVAL_TEST,),
     ),
     Mutant(
         "approval: a tool a reload adds needs no approval",
-        "host/approval.py",
+        "host/calls/approval.py",
         "if self.names and self.known and tool.name not in self.known:",
         "if False:",
         (
@@ -274,14 +274,14 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         "approval keys: the calls of a batch share one key",
-        "host/approval.py",
+        "host/calls/approval.py",
         'key = APPROVAL_KEY if call.batch_id is None else f"{APPROVAL_KEY}/{call_key(call.id)}"',
         "key = APPROVAL_KEY",
         ("tests/test_modern_inputs.py::test_modern_batch_asks_once_per_call_in_source_order",),
     ),
     Mutant(
         "approval keys: ids differing in type share a key",
-        "host/rounds.py",
+        "host/tools/rounds.py",
         '    return _json.dumps(call_id).decode("utf-8")',
         "    return str(call_id)",
         (
@@ -291,28 +291,28 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         "approval: an answer to an approval the host never asked is taken",
-        "host/rounds.py",
+        "host/tools/rounds.py",
         "elif key in self.responses and (not signed_only or key in self.asked_before):",
         "elif key in self.responses:",
         (MODERN_APPROVAL_TEST,),
     ),
     Mutant(
         "requestState: an altered state is accepted",
-        "host/rounds.py",
+        "host/tools/rounds.py",
         "        if not hmac.compare_digest(good, mac):",
         "        if False:",
         ("tests/test_modern_inputs.py::test_tampered_or_foreign_state_is_an_error",),
     ),
     Mutant(
         "requestState: a state is taken for another request",
-        "host/rounds.py",
+        "host/tools/rounds.py",
         '            if payload.get("d") != self.digest:',
         "            if False:",
         (MODERN_APPROVAL_TEST,),
     ),
     Mutant(
         "batch: a 2026-07-28 batch that asks runs its other calls in that round",
-        "host/batch.py",
+        "host/methods/batch.py",
         "    if asking:\n",
         "    if False:\n",
         (
@@ -322,21 +322,21 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         "mutation queue: paths given as a list are not held",
-        "host/mutation.py",
+        "host/calls/mutation.py",
         "values = value if isinstance(value, list) else [value]",
         "values = [value]",
         (LIST_QUEUE_TEST,),
     ),
     Mutant(
         "mutation queue: only the first of a call's paths is held",
-        "host/mutation.py",
+        "host/calls/mutation.py",
         "for key in sorted(set(keys)):",
         "for key in sorted(set(keys))[:1]:",
         (LIST_QUEUE_TEST,),
     ),
     Mutant(
         "null: null for a nullable optional parameter becomes its default",
-        "host/schema.py",
+        "host/schema/__init__.py",
         "                and not self._sub_valid(declared, None)\n",
         "                and True\n",
         (
@@ -360,7 +360,7 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         "workers: an 8 s pause before the restart after one crash",
-        "host/workers.py",
+        "host/workers/pool.py",
         "RESTART_BACKOFF = (0.0, 0.1,",
         "RESTART_BACKOFF = (8.0, 0.1,",
         (
@@ -393,7 +393,7 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         "cancel/commit: a call past its timeout may still commit",
-        "host/context.py",
+        "host/tools/context.py",
         "        if scope is not None and scope.cancel_called:",
         "        if False:",
         (COMMIT_TESTS,),

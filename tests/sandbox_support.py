@@ -16,7 +16,7 @@ import sys
 from typing import Any
 
 import pytest
-from toolwire.host.sandbox import Sandbox, SandboxSettings, resolve_sandbox
+from toolwire.host.sandbox.bubblewrap import Sandbox, SandboxSettings, resolve_sandbox
 
 SANDBOX: Sandbox = resolve_sandbox(SandboxSettings())
 """The default sandbox as the host would resolve it on this machine."""

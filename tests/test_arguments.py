@@ -19,10 +19,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, Field, create_model, field_validator
 from toolwire.host import ToolContext, tool
-from toolwire.host.arguments import ArgumentError
-from toolwire.host.decorator import build_tool
-from toolwire.host.executor import format_argument_error
+from toolwire.host.calls.executor import format_argument_error
 from toolwire.host.schema import ArgumentSchema
+from toolwire.host.tools.arguments import ArgumentError
+from toolwire.host.tools.decorator import build_tool
 
 from tests.test_builtin_support import run_tool
 

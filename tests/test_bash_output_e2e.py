@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from toolwire.host.outputs import OutputStore
+from toolwire.host.sandbox.outputs import OutputStore
 
 from tests.e2e_helpers import text_of
 from tests.hostproc import HostProcess
@@ -222,7 +222,7 @@ def test_an_unsafe_shared_parent_is_not_used(tmp_path: Path) -> None:
     parent.mkdir(mode=0o777)
     parent.chmod(0o777)
     code = (
-        "from toolwire.host.outputs import OutputStore\n"
+        "from toolwire.host.sandbox.outputs import OutputStore\n"
         f"s = OutputStore(tmp={str(tmp_path)!r})\n"
         "print(s.directory())\n"
     )

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from toolwire.host import ExecEnv, ToolContext
 from toolwire.host.builtins.bash import OutputCollector
-from toolwire.host.channel import CallChannel
-from toolwire.host.truncate import MAX_BYTES
+from toolwire.host.builtins.truncate import MAX_BYTES
+from toolwire.host.tools.channel import CallChannel
 
 from tests.e2e_helpers import PROMPT, exits_within
 from tests.hostproc import HostProcess

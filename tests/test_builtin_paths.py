@@ -1,4 +1,4 @@
-"""Path rules the built-ins share (host/paths.py) and the truncation helpers (host/truncate.py)."""
+"""Path rules the built-ins share (host/sandbox/paths.py) and the truncation helpers (host/builtins/truncate.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 from toolwire.host import ExecEnv, PathError
-from toolwire.host.paths import resolve_path, resolve_read_path
-from toolwire.host.truncate import (
+from toolwire.host.builtins.truncate import (
     MAX_BYTES,
     count_lines,
     split_lines,
@@ -17,6 +16,7 @@ from toolwire.host.truncate import (
     truncate_line,
     truncate_tail,
 )
+from toolwire.host.sandbox.paths import resolve_path, resolve_read_path
 
 from tests.test_builtin_support import call, is_error, text
 
@@ -207,7 +207,7 @@ def _outside_world(tmp_path: Path) -> tuple[Path, Path]:
 def test_opened_file_or_directory_outside_the_root_is_refused(tmp_path: Path) -> None:
     from toolwire.host.builtins._common import atomic_write, open_regular
     from toolwire.host.builtins.ls import list_directory
-    from toolwire.host.results import ToolError
+    from toolwire.host.tools.results import ToolError
 
     root, out = _outside_world(tmp_path)
     with pytest.raises(ToolError, match="changed while it was being opened"):
@@ -232,7 +232,7 @@ def test_opened_file_or_directory_outside_the_root_is_refused(tmp_path: Path) ->
 def opener(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Run a test with openat2 (where the kernel has it) and with the O_NOFOLLOW walk
     that replaces it on kernels before 5.6 or under a seccomp filter denying it."""
-    import toolwire.host.paths as paths
+    import toolwire.host.sandbox.paths as paths
 
     if request.param == "walk":
         monkeypatch.setattr(paths, "_openat2_works", False)
@@ -283,7 +283,7 @@ async def test_directory_swapped_for_a_symlink_during_calls_never_leaks(
 def test_openat2_refuses_symlinks_and_escapes_where_the_kernel_has_it(tmp_path: Path) -> None:
     import errno
 
-    import toolwire.host.paths as paths
+    import toolwire.host.sandbox.paths as paths
 
     (tmp_path / "d" / "sub").mkdir(parents=True)
     (tmp_path / "ln").symlink_to("d")
@@ -308,7 +308,7 @@ def test_openat2_refuses_symlinks_and_escapes_where_the_kernel_has_it(tmp_path: 
 def test_open_directory_follows_no_symlink_and_creates_nothing_through_one(
     tmp_path: Path, opener: str
 ) -> None:
-    from toolwire.host.paths import open_directory, stat_beneath
+    from toolwire.host.sandbox.paths import open_directory, stat_beneath
 
     root, out = _outside_world(tmp_path)
     (root / "real" / "sub").mkdir(parents=True)
@@ -361,8 +361,8 @@ def test_the_running_hosts_installation_is_protected_when_the_root_holds_it() ->
     import sys
     import sysconfig
 
-    from toolwire.host.paths import check_not_installation, host_installation
-    from toolwire.host.sandbox import find_bwrap
+    from toolwire.host.sandbox.bubblewrap import find_bwrap
+    from toolwire.host.sandbox.paths import check_not_installation, host_installation
 
     places = host_installation()
     prefix = Path(sys.prefix).resolve()
@@ -418,7 +418,7 @@ async def test_a_sibling_whose_name_starts_with_the_roots_is_outside(tmp_path: P
 
 
 async def test_a_path_of_256_components_is_accepted_and_257_refused(tmp_path: Path) -> None:
-    # host/paths.py MAX_PATH_COMPONENTS, at its edge: in the argument, and (through a
+    # host/sandbox/paths.py MAX_PATH_COMPONENTS, at its edge: in the argument, and (through a
     # symlink inside the root standing for 200 levels) in the resolved path.
     ok = "d/" * 255 + "k"
     r = await call(tmp_path, "write", {"path": ok, "content": "x"})

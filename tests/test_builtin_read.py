@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from toolwire.host.truncate import MAX_BYTES
+from toolwire.host.builtins.truncate import MAX_BYTES
 
 from tests.e2e_helpers import PROMPT
 from tests.test_builtin_support import call, details, is_error, text
@@ -182,7 +182,7 @@ async def test_fifo_and_device_refused_without_blocking(tmp_path: Path, kind: st
 async def test_fifo_swapped_in_is_not_opened_blocking(tmp_path: Path) -> None:
     # open_regular uses O_NONBLOCK and fstat: even a direct call on a FIFO returns.
     from toolwire.host.builtins._common import open_regular
-    from toolwire.host.results import ToolError
+    from toolwire.host.tools.results import ToolError
 
     os.mkfifo(tmp_path / "p")
     done = threading.Event()

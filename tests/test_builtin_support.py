@@ -10,7 +10,7 @@ from typing import Any
 
 from toolwire.host import ExecEnv, Executor, IncomingCall, Pipeline, Tool, ToolContext
 from toolwire.host.builtins import builtin_tools
-from toolwire.host.decorator import build_tool
+from toolwire.host.tools.decorator import build_tool
 
 from toolwire.models import DETAILS_META_KEY
 

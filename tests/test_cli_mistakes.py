@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from toolwire.client.cli import build_parser, split_call_argv
-from toolwire.host.config import ConfigError, key_line, load_config_file
+from toolwire.host.serve.config import ConfigError, key_line, load_config_file
 
 TOOLWIRE = str(Path(sys.executable).parent / "toolwire")
 

@@ -1,4 +1,4 @@
-"""The process runner (host/commands.py): output, exit status, and that nothing a command
+"""The process runner (host/sandbox/commands.py): output, exit status, and that nothing a command
 starts outlives its call — on return, timeout and cancellation."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from toolwire.host.commands import MARKER_ENV, run_command
+from toolwire.host.sandbox.commands import MARKER_ENV, run_command
 
 from tests.e2e_helpers import PROMPT
 
@@ -207,7 +207,7 @@ async def test_missing_program_and_cwd(tmp_path: Path) -> None:
 
 # ------------------------------------------------------------------ in the sandbox
 
-from toolwire.host.sandbox import SandboxSettings, resolve_sandbox  # noqa: E402
+from toolwire.host.sandbox.bubblewrap import SandboxSettings, resolve_sandbox  # noqa: E402
 
 SANDBOX = resolve_sandbox(SandboxSettings())
 needs_bwrap = pytest.mark.usefixtures("sandbox_required")

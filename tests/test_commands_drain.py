@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
-from toolwire.host.commands import run_command
+from toolwire.host.sandbox.commands import run_command
 
 from tests.e2e_helpers import PROMPT
 
@@ -44,7 +44,7 @@ async def test_a_pipe_held_open_after_the_command_is_reported_incomplete() -> No
     instead of waiting forever. The runner kills every process a command starts
     (process group, marker, supervisor or sandbox), so this is the pump alone."""
     import anyio
-    from toolwire.host.commands import _OutputPump
+    from toolwire.host.sandbox.commands import _OutputPump
 
     read_fd, write_fd = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
     try:

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from toolwire.host import commands
-from toolwire.host.commands import MARKER_ENV, kill_marked, marked_processes
+from toolwire.host.sandbox import commands
+from toolwire.host.sandbox.commands import MARKER_ENV, kill_marked, marked_processes
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ import pytest
 from tests.hostproc import TOOLS_DIR, HostProcess
 
 SHUTDOWN_TOOLS = str(TOOLS_DIR / "shutdown_tools.py")
-GRACE = 5.0  # toolwire.host.server.SHUTDOWN_GRACE
+GRACE = 5.0  # toolwire.host.methods.server.SHUTDOWN_GRACE
 FRAMINGS = ["ndjson", "lsp"]
 
 

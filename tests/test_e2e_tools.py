@@ -9,7 +9,7 @@ from typing import Any
 import jsonschema
 import pytest
 from toolwire.host.builtins import builtin_tools
-from toolwire.host.decorator import build_tool
+from toolwire.host.tools.decorator import build_tool
 
 from tests import inproc
 from tests.e2e_helpers import WIRE_TOOLS, text_of

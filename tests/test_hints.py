@@ -10,10 +10,10 @@ from typing import Annotated, Any, Literal, NotRequired, Optional, TypedDict
 import pytest
 from pydantic import TypeAdapter
 from toolwire.host import Param, tool
-from toolwire.host.arguments import ArgumentError
-from toolwire.host.decorator import build_tool
-from toolwire.host.hints import simple_schema
-from toolwire.host.pydantic_glue import clean_schema
+from toolwire.host.schema.hints import simple_schema
+from toolwire.host.tools.arguments import ArgumentError
+from toolwire.host.tools.decorator import build_tool
+from toolwire.host.tools.pydantic_glue import clean_schema
 
 from tests.hostproc import REPO
 
@@ -140,7 +140,7 @@ def test_param_default_without_a_signature_default_reaches_the_handler() -> None
 def test_host_with_plain_tools_starts_without_pydantic_or_jsonschema() -> None:
     code = (
         "import sys\n"
-        "from toolwire.host.connection import HostConfig, build_registry\n"
+        "from toolwire.host.serve.connection import HostConfig, build_registry\n"
         "from pathlib import Path\n"
         f"cfg = HostConfig(root=Path('.'), tools=[{str(REPO / 'bench' / 'servers' / 'toolwire_tools.py')!r}],"
         " builtins=False, entry_points=False, isolation='none')\n"
@@ -184,7 +184,7 @@ def test_builtins_load_without_pydantic() -> None:
     code = (
         "import sys\n"
         "from toolwire.host.builtins import builtin_tools\n"
-        "from toolwire.host.decorator import build_tool\n"
+        "from toolwire.host.tools.decorator import build_tool\n"
         "tools = [build_tool(f) for f in builtin_tools()]\n"
         "print([m for m in ('pydantic', 'jsonschema', 'toolwire.models') if m in sys.modules])\n"
     )

@@ -21,10 +21,10 @@ from toolwire.host import (
     ToolContext,
     ToolResult,
     before_tool_call,
-    loading,
     tool,
 )
-from toolwire.host.mutation import MutationQueue, mutation_keys
+from toolwire.host.calls.mutation import MutationQueue, mutation_keys
+from toolwire.host.tools import loading
 
 from toolwire.extensions import ApprovalDecision
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import anyio
 import pytest
 from toolwire.host import HostConfig, StartupError, run_host
-from toolwire.host.connection import build_registry
-from toolwire.host.sandbox import SandboxSettings
+from toolwire.host.sandbox.bubblewrap import SandboxSettings
+from toolwire.host.serve.connection import build_registry
 
 
 def test_tools_that_do_not_load_raise_startup_error(tmp_path: Path) -> None:

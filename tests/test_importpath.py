@@ -1,4 +1,4 @@
-"""The host's import-path scrub (toolwire.host.importpath), in-process on a stand-in
+"""The host's import-path scrub (toolwire.host.sandbox.importpath), in-process on a stand-in
 ``sys.path``; tests/test_sandbox_escape_launch.py tries it through the real host."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from toolwire.host import importpath
+from toolwire.host.sandbox import importpath
 
 
 @pytest.mark.parametrize(

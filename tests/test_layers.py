@@ -172,7 +172,7 @@ def test_serve_starts_the_host_without_loading_the_client(tmp_path: Path) -> Non
     )
     assert out.returncode == 2, out.stderr[-2000:]
     imported = {line.rpartition("|")[2].strip() for line in out.stderr.splitlines() if "|" in line}
-    assert "toolwire.host.importpath" in imported
+    assert "toolwire.host.sandbox.importpath" in imported
     assert not {m for m in imported if m.startswith("toolwire.client")}
 
 
@@ -183,9 +183,9 @@ def test_the_host_start_up_is_in_no_circle() -> None:
         "toolwire.host.serve",
         "toolwire.host.runner",
         "toolwire.host.__main__",
-        "toolwire.host.commands",
-        "toolwire.host.connection",
-        "toolwire.host.options",
-        "toolwire.host.process",
+        "toolwire.host.sandbox.commands",
+        "toolwire.host.serve.connection",
+        "toolwire.host.serve.options",
+        "toolwire.host.serve.process",
     }
     assert [c for c in _cycles_within("host") if start_up & set(c)] == []

@@ -1,6 +1,6 @@
 """The fast metaschema check (issue 10 point 15) agrees with jsonschema's check_schema.
 
-host/metacheck.py decides most schemas in one walk; every verdict it gives must be the
+host/schema/metacheck.py decides most schemas in one walk; every verdict it gives must be the
 one jsonschema's Draft 2020-12 metaschema check gives (with its default format checks).
 """
 
@@ -12,10 +12,10 @@ import jsonschema
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from toolwire.host.decorator import build_tool, tool
-from toolwire.host.definition import ToolDefinitionError
-from toolwire.host.metacheck import meta_verdict
 from toolwire.host.schema import ArgumentSchema
+from toolwire.host.schema.metacheck import meta_verdict
+from toolwire.host.tools.decorator import build_tool, tool
+from toolwire.host.tools.definition import ToolDefinitionError
 
 KEYWORDS = [
     "type",

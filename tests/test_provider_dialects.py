@@ -19,10 +19,10 @@ import pytest
 from pydantic import BaseModel, Field
 from toolwire.client import adapters as ad
 from toolwire.client.conversation import ToolCall
-from toolwire.host.arguments import ArgumentError
 from toolwire.host.builtins import builtin_tools
-from toolwire.host.decorator import build_tool, tool
-from toolwire.host.definition import Tool
+from toolwire.host.tools.arguments import ArgumentError
+from toolwire.host.tools.decorator import build_tool, tool
+from toolwire.host.tools.definition import Tool
 
 from tests.provider_checks import check_declarations, example
 from toolwire.models import ToolDefinition

@@ -32,8 +32,8 @@ from toolwire.client import adapters as ad
 from toolwire.client import host_command
 from toolwire.client.conversation import ToolCall, ToolResultMessage
 from toolwire.client.sync import SyncClient
-from toolwire.host.arguments import ArgumentError
-from toolwire.host.decorator import build_tool, tool
+from toolwire.host.tools.arguments import ArgumentError
+from toolwire.host.tools.decorator import build_tool, tool
 
 from tests.hostproc import TOOLS_DIR
 from tests.provider_checks import check_declarations, check_tool_result, example

@@ -8,7 +8,7 @@ from dataclasses import FrozenInstanceError
 
 import pytest
 from toolwire.host import Block, ResultPatch
-from toolwire.host.hooks import NOT_GIVEN, IncomingCall
+from toolwire.host.tools.hooks import NOT_GIVEN, IncomingCall
 
 from toolwire.errors import JsonRpcError
 from toolwire.framing import FramingError

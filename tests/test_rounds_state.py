@@ -1,4 +1,4 @@
-"""requestState expiry (host/rounds.py ``StateSigner``): a state lives STATE_LIFETIME
+"""requestState expiry (host/tools/rounds.py ``StateSigner``): a state lives STATE_LIFETIME
 seconds, then is refused with -32602 "requestState has expired; call again".
 
 The host's clock is replaced (``time.time`` as the module sees it), so the test waits
@@ -12,8 +12,8 @@ import time
 import types
 
 import pytest
-from toolwire.host import rounds
-from toolwire.host.rounds import STATE_LIFETIME, StateSigner
+from toolwire.host.tools import rounds
+from toolwire.host.tools.rounds import STATE_LIFETIME, StateSigner
 
 from toolwire.errors import JsonRpcError
 

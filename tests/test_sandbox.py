@@ -1,4 +1,4 @@
-"""Sandbox policy (host/sandbox.py): settings, the secret filter, resolution and how the
+"""Sandbox policy (host/sandbox/bubblewrap.py): settings, the secret filter, resolution and how the
 host reports it — through the real host where the behaviour is the host's."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from toolwire.host.sandbox import (
+from toolwire.host.sandbox.bubblewrap import (
     DEFAULT_LIMITS,
     SandboxSettings,
     SandboxUnavailable,
@@ -306,7 +306,7 @@ def test_per_command_cgroup_is_removed() -> None:
     import tempfile
     import time
 
-    from toolwire.host.sandbox import Sandbox
+    from toolwire.host.sandbox.bubblewrap import Sandbox
 
     with tempfile.TemporaryDirectory() as root:
         w = BWRAP.wrap(["/bin/sh", "-c", "sleep 30 & echo ok"], root=root, cwd=root, env={})
@@ -393,7 +393,7 @@ def test_bwrap_that_cannot_run_is_found_out_by_really_trying(tmp_path: Path) -> 
 
 @needs_bwrap
 def test_banner_and_server_info_name_the_bubblewrap_in_use(tmp_path: Path) -> None:
-    from toolwire.host.sandbox import bundled_bwrap, find_system_program
+    from toolwire.host.sandbox.bubblewrap import bundled_bwrap, find_system_program
 
     system = find_system_program("bwrap")
     origin, path = ("system", system) if system else ("bundled", bundled_bwrap())
@@ -406,8 +406,8 @@ def test_banner_and_server_info_name_the_bubblewrap_in_use(tmp_path: Path) -> No
 
 
 def test_helper_programs_are_never_taken_from_path(tmp_path: Path) -> None:
-    from toolwire.host import sandbox as sb
     from toolwire.host.builtins.bash import find_shell
+    from toolwire.host.sandbox import bubblewrap as sb
 
     planted = tmp_path / "bin"
     planted.mkdir()
@@ -441,7 +441,7 @@ def _header_numbers(path: str) -> dict[str, int]:
     ],
 )
 def test_seccomp_numbers_match_the_kernel_headers(column: int, header: str) -> None:
-    from toolwire.host.seccomp import _NUMBERS
+    from toolwire.host.sandbox.seccomp import _NUMBERS
 
     if not os.path.exists(header):
         pytest.skip(f"{header} is not installed (linux-libc-dev)")
@@ -453,7 +453,7 @@ def test_seccomp_numbers_match_the_kernel_headers(column: int, header: str) -> N
 def test_seccomp_filter_shape() -> None:
     import struct
 
-    from toolwire.host.seccomp import DENIED, build_filter
+    from toolwire.host.sandbox.seccomp import DENIED, build_filter
 
     for machine in ("x86_64", "aarch64"):
         prog = build_filter(machine)

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from toolwire.host.config import ConfigError, load_config_file
-from toolwire.host.egresspolicy import NetworkPolicy, address_problem, parse_rule
+from toolwire.host.sandbox.egresspolicy import NetworkPolicy, address_problem, parse_rule
+from toolwire.host.serve.config import ConfigError, load_config_file
 
 from tests.e2e_helpers import text_of
 from tests.hostproc import TOOLS_DIR, HostProcess

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from toolwire.host.approval import FORM_MAX_CHARS
+from toolwire.host.calls.approval import FORM_MAX_CHARS
 
 from tests.hostproc import TOOLS_DIR, HostProcess
 

@@ -1,6 +1,6 @@
 """A command that opens an editor, pager or prompt ends instead of waiting for a terminal
 it does not have (issue 27): tools' processes get non-interactive defaults
-(toolwire.host.commands.NON_INTERACTIVE_ENV) over the host's own, inside the sandbox
+(toolwire.host.sandbox.commands.NON_INTERACTIVE_ENV) over the host's own, inside the sandbox
 and out, and the answer says what happened when a command wanted a terminal. Through
 the real host; the hanging commands get a bound far above how long they take here, and
 the test asserts they did not reach it."""

@@ -1,4 +1,4 @@
-"""Workers forked from their module's template (toolwire.host.template, opt-in with
+"""Workers forked from their module's template (toolwire.host.workers.template, opt-in with
 ``--worker-start fork``) keep the isolation of a worker started from scratch: a session
 and process group of their own, cgroups of their own (not the template's, not the
 previous worker's), the sandbox's seccomp filter, module state of their own; the template
@@ -120,7 +120,7 @@ def test_a_restarted_worker_is_forked_with_the_isolation_of_a_fresh_one(
         # Forked from the template, which shows itself as such; the worker does not.
         for seen in (first, second):
             assert "toolwire-worker-tmpl" in seen["parent"], seen
-            assert "toolwire.host.worker" in seen["own"], seen
+            assert "toolwire.host.workers.worker" in seen["own"], seen
         # A session and process group of its own, as seen inside and from the host.
         for seen in (first, second):
             assert seen["sid"] == seen["pid"] == seen["pgid"], seen
@@ -159,7 +159,7 @@ def test_the_template_never_imports_the_module(tmp_path: Path) -> None:
     # One import per worker (two workers), each in a worker, none in the template.
     assert len(lines) == 2, lines
     for line in lines:
-        assert "toolwire.host.worker" in line and "toolwire-worker-tmpl" not in line, line
+        assert "toolwire.host.workers.worker" in line and "toolwire-worker-tmpl" not in line, line
 
 
 def test_a_template_that_dies_is_replaced(tmp_path: Path) -> None:

@@ -1,9 +1,9 @@
-"""Terminal output cleaned for the model (issue 10 point 10): host/termtext.py."""
+"""Terminal output cleaned for the model (issue 10 point 10): host/builtins/termtext.py."""
 
 from __future__ import annotations
 
 import pytest
-from toolwire.host.termtext import (
+from toolwire.host.builtins.termtext import (
     MAX_LINE_CHARS,
     MAX_SEQUENCE_CHARS,
     TerminalText,

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 from toolwire.host import Registry, ToolDefinitionError, tool
-from toolwire.host.decorator import build_tool
-from toolwire.host.definition import check_tool_name
+from toolwire.host.tools.decorator import build_tool
+from toolwire.host.tools.definition import check_tool_name
 
 from tests.hostproc import HOST_COMMAND
 

@@ -17,11 +17,11 @@ from toolwire.host import (
     ToolContext,
     ToolDefinitionError,
     ToolResult,
-    loading,
     tool,
 )
-from toolwire.host.arguments import ArgumentError
-from toolwire.host.decorator import build_tool
+from toolwire.host.tools import loading
+from toolwire.host.tools.arguments import ArgumentError
+from toolwire.host.tools.decorator import build_tool
 
 
 def _schema(fn: Any) -> dict[str, Any]:

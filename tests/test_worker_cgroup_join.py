@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
-from toolwire.host.worker import _start_joining
+from toolwire.host.workers.worker import _start_joining
 
 from tests.sandbox_support import pids_cgroup_expected
 from tests.workers_support import worker_host, worker_pids

@@ -398,7 +398,7 @@ def test_handler_code_never_runs_in_the_host(tmp_path: Path, isolation: str) -> 
     if isolation == "process":
         assert info["import_pid"] != host_pid, info
         assert info["pid"] != host_pid, info
-        assert any("toolwire.host.worker" in part for part in info["cmdline"]), info
+        assert any("toolwire.host.workers.worker" in part for part in info["cmdline"]), info
         # not even imported once in the host (to read the definitions, say)
         assert str(host_pid) not in importers, (host_pid, importers)
     else:
@@ -481,7 +481,7 @@ def test_the_host_logs_each_worker_it_starts(tmp_path: Path, workers: str) -> No
         for pid in pids:
             assert pid != h.proc.pid
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-            assert b"toolwire.host.worker" in cmdline, cmdline
+            assert b"toolwire.host.workers.worker" in cmdline, cmdline
         assert all("worker_tools" in m[0] for m in _READY.findall(h.stderr)), h.stderr
 
 

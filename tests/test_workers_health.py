@@ -1,5 +1,5 @@
 """End to end: stopped idle workers are replaced, and a module that keeps crashing its
-workers is marked broken (host/health.py, protocol.md §12).
+workers is marked broken (host/workers/health.py, protocol.md §12).
 
 A worker stopped with SIGSTOP while idle would hold every call sent to it until the
 call's timeout; the host checks a worker idle for a while before it sends it a call, and
@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from toolwire.host.health import CRASH_LIMIT, IDLE_CHECK
+from toolwire.host.workers.health import CRASH_LIMIT, IDLE_CHECK
 
 from tests.e2e_helpers import PROMPT, wait_until
 from tests.hostproc import HostProcess

@@ -315,7 +315,8 @@ def ping() -> str:
 """
 
 RELOAD_V2 = """
-from toolwire.host import _workerside, before_tool_call, tool
+from toolwire.host import before_tool_call, tool
+from toolwire.host.workers import _workerside
 
 @tool
 def ping() -> str:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from toolwire.host.workers import RELOAD_TIMEOUT
+from toolwire.host.workers.pool import RELOAD_TIMEOUT
 
 from tests.e2e_helpers import PROMPT, wait_until
 from tests.hostproc import HostProcess

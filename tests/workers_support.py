@@ -137,6 +137,6 @@ def worker_pids(root: Path) -> list[int]:
             state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
         except OSError:
             continue
-        if "toolwire.host.worker" in cmdline and str(root) in cmdline and state != "Z":
+        if "toolwire.host.workers.worker" in cmdline and str(root) in cmdline and state != "Z":
             pids.append(int(entry.name))
     return pids

@@ -9,7 +9,7 @@ client and ``toolwire list`` never loads the host.
 Standard library only at import time, and nothing else imported before the scrub: a
 console script starts with its ``bin`` directory first on ``sys.path`` (inside the root
 when the project holds the venv), so ``serve`` cleans the import path before it imports
-anything of the host's (see :mod:`toolwire.host.importpath`).
+anything of the host's (see :mod:`toolwire.host.sandbox.importpath`).
 """
 
 from __future__ import annotations
@@ -32,10 +32,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] == "serve":
-        from toolwire.host.importpath import scrub_at_entry
+        from toolwire.host.sandbox.importpath import scrub_at_entry
 
         scrub_at_entry(args[1:])
-        from toolwire.host.process import main as serve_main
+        from toolwire.host.serve.process import main as serve_main
 
         serve_main(args[1:])
         return 0  # pragma: no cover - serve_main exits the process

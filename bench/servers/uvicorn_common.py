@@ -1,5 +1,5 @@
 """The uvicorn settings every contender of bench/http_load.py runs under: those of
-``toolwire serve --http`` (toolwire.host.http.serve_http), one worker, uvloop and
+``toolwire serve --http`` (toolwire.host.serve.http.serve_http), one worker, uvloop and
 httptools when installed (uvicorn's ``auto``)."""
 
 from __future__ import annotations

@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import anyio.from_thread
 
-from ..decorator import tool
-from ..paths import PathError, check_not_installation, is_inside, open_directory
-from ..results import ToolError
+from ..sandbox.paths import PathError, check_not_installation, is_inside, open_directory
+from ..tools.decorator import tool
+from ..tools.results import ToolError
 
 if TYPE_CHECKING:
-    from ..context import ToolContext
+    from ..tools.context import ToolContext
 
 __all__ = [
     "GlobMatcher",

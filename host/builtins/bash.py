@@ -15,17 +15,17 @@ from typing import Annotated, Any
 import anyio
 import anyio.to_thread
 
-from .. import outputs
-from ..commands import run_in_env
-from ..context import ToolContext
-from ..egress import EgressScope, egress_scope, loop_reporter
-from ..hints import Param
-from ..outputs import OutputStore
-from ..results import ToolError, ToolResult
-from ..sandbox import find_system_program, memory_exceeded_message
-from ..termtext import TerminalText
-from ..truncate import MAX_BYTES, MAX_LINES, Truncation, format_size, truncate_tail
+from ..sandbox import outputs
+from ..sandbox.bubblewrap import find_system_program, memory_exceeded_message
+from ..sandbox.commands import run_in_env
+from ..sandbox.egress import EgressScope, egress_scope, loop_reporter
+from ..sandbox.outputs import OutputStore
+from ..schema.hints import Param
+from ..tools.context import ToolContext
+from ..tools.results import ToolError, ToolResult
 from ._common import builtin_tool
+from .termtext import TerminalText
+from .truncate import MAX_BYTES, MAX_LINES, Truncation, format_size, truncate_tail
 
 __all__ = ["TERMINAL_HINT", "OutputCollector", "bash", "find_shell"]
 

@@ -29,11 +29,10 @@ from typing import Annotated, Any, NotRequired, TypedDict
 
 import anyio.to_thread
 
-from ..context import ToolContext
-from ..hints import Param
-from ..paths import resolve_write_path
-from ..results import ToolError, ToolResult
-from ..truncate import MAX_BYTES, format_size
+from ..sandbox.paths import resolve_write_path
+from ..schema.hints import Param
+from ..tools.context import ToolContext
+from ..tools.results import ToolError, ToolResult
 from ._common import (
     atomic_write,
     builtin_tool,
@@ -42,6 +41,7 @@ from ._common import (
     display_path,
     open_regular,
 )
+from .truncate import MAX_BYTES, format_size
 
 __all__ = [
     "EDIT_DIFF_MAX_LINES",

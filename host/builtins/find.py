@@ -8,13 +8,13 @@ from typing import Annotated, Any
 import anyio
 import anyio.to_thread
 
-from ..context import ToolContext
-from ..hints import Param
-from ..paths import PathError, stat_beneath
-from ..results import ToolError, ToolResult
-from ..truncate import MAX_BYTES, format_size, truncate_head
+from ..sandbox.paths import PathError, stat_beneath
+from ..schema.hints import Param
+from ..tools.context import ToolContext
+from ..tools.results import ToolError, ToolResult
 from ._common import GlobMatcher, LineSplitter, builtin_tool, display_path, find_rg
 from .grep import rg_base_args, run_rg, sandbox_start_error
+from .truncate import MAX_BYTES, format_size, truncate_head
 
 __all__ = ["find"]
 

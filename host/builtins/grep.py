@@ -22,13 +22,13 @@ from typing import Annotated, Any
 import anyio
 import anyio.to_thread
 
-from ..commands import RunResult, run_in_env
-from ..context import ExecEnv, ToolContext
-from ..hints import Param
-from ..paths import PathError, open_directory, resolve_output_file, stat_beneath
-from ..results import ToolError, ToolResult
-from ..truncate import GREP_MAX_LINE_CHARS, MAX_BYTES, Truncation, format_size, truncate_line
+from ..sandbox.commands import RunResult, run_in_env
+from ..sandbox.paths import PathError, open_directory, resolve_output_file, stat_beneath
+from ..schema.hints import Param
+from ..tools.context import ExecEnv, ToolContext
+from ..tools.results import ToolError, ToolResult
 from ._common import GlobMatcher, LineSplitter, builtin_tool, display_path, file_kind, find_rg
+from .truncate import GREP_MAX_LINE_CHARS, MAX_BYTES, Truncation, format_size, truncate_line
 
 __all__ = [
     "RG_MAX_COLUMNS",

@@ -8,10 +8,10 @@ from typing import Annotated
 
 import anyio.to_thread
 
-from ..context import ToolContext
-from ..hints import Param
-from ..paths import PathError, open_directory
-from ..results import ToolError, ToolResult
+from ..sandbox.paths import PathError, open_directory
+from ..schema.hints import Param
+from ..tools.context import ToolContext
+from ..tools.results import ToolError, ToolResult
 from ._common import builtin_tool, check_opened_inside, display_path
 
 __all__ = ["list_directory", "ls", "shown_name"]

@@ -6,10 +6,10 @@ from typing import Annotated
 
 import anyio.to_thread
 
-from ..context import ToolContext
-from ..hints import Param
-from ..paths import resolve_write_path
-from ..results import ToolError, ToolResult
+from ..sandbox.paths import resolve_write_path
+from ..schema.hints import Param
+from ..tools.context import ToolContext
+from ..tools.results import ToolError, ToolResult
 from ._common import atomic_write, builtin_tool, commit_point, display_path
 
 __all__ = ["write"]

@@ -63,7 +63,7 @@ def _parent_chain() -> list[int]:
 def _is_host(pid: int) -> bool:
     """Whether ``pid`` runs the toolwire host (and is not one of its workers)."""
     line = _cmdline(pid)
-    return "toolwire.host" in line and "toolwire.host.worker" not in line
+    return "toolwire.host" in line and "toolwire.host.workers.worker" not in line
 
 
 def _find_host() -> int | None:
@@ -188,7 +188,7 @@ def signal_processes(pids: list[int], chain: bool = True, sig: int = int(signal.
     elif found is not None:
         targets.append(("chain-host", found))
     for label, pid in targets:
-        if "toolwire.host.worker" in _cmdline(pid):
+        if "toolwire.host.workers.worker" in _cmdline(pid):
             lines.append(f"{label}: SKIPPED_WORKER")
             continue
         try:

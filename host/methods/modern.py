@@ -1,0 +1,297 @@
+"""MCP 2026-07-28 beside 2025-11-25: the host's stateless request handling.
+
+A request is *modern* when its ``params._meta`` carries
+``io.modelcontextprotocol/protocolVersion`` (and ``server/discover`` and
+``subscriptions/listen``, which exist only in that revision, are always modern). Such a
+request is served from what it carries alone — never from an earlier ``initialize`` or
+``logging/setLevel`` on the connection — and checked in this order (protocol.md §11.2):
+
+1. a missing or malformed envelope: -32602;
+2. a version the host does not serve: -32022 ``{supported, requested}``;
+3. a method the revision does not have (``initialize``, ``ping``, ``logging/setLevel``,
+   ``shutdown``, anything unknown): -32601;
+4. an unknown ``io.modelcontextprotocol/logLevel``: -32602;
+5. a client capability the call turns out to need but the request did not declare:
+   -32021 ``{requiredCapabilities}``.
+
+Every result carries ``resultType`` and ``_meta["io.modelcontextprotocol/serverInfo"]``.
+Requests without the claim go to the 2025-11-25 handlers unchanged, so both eras can
+share one connection (the specification allows serving both in one process).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+import anyio
+
+from toolwire.errors import INVALID_PARAMS, METHOD_NOT_FOUND, JsonRpcError
+from toolwire.extensions import CALL_BATCH
+from toolwire.messages import RequestId
+from toolwire.modern import (
+    ACKNOWLEDGED,
+    DISCOVER,
+    LISTEN,
+    MODERN_PROTOCOL_VERSIONS,
+    RESULT_COMPLETE,
+    SERVER_INFO_KEY,
+    SUBSCRIPTION_ID_KEY,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    is_modern_request,
+    parse_envelope,
+)
+from toolwire.router import Deferred, RequestHandler, Router, method_not_found
+from toolwire.session import RequestContext, Session
+
+from ..calls.pipeline import Pipeline
+from ..tools.channel import LOG_LEVELS, ModernCall, ModernChannel
+from ..tools.context import ExecEnv
+from ..tools.registry import Registry
+from ..tools.rounds import InputNeeded, InputRound, StateSigner, end_round, running_round
+from .batch import run_batch
+
+__all__ = [
+    "CACHE_SCOPE",
+    "DISCOVER_TTL_MS",
+    "LIST_TTL_MS",
+    "ModernCall",
+    "ModernHost",
+    "ModernServer",
+]
+
+log = logging.getLogger("toolwire.host")
+
+DISCOVER_TTL_MS = 3_600_000
+"""``ttlMs`` of ``server/discover``: versions, capabilities and instructions never change
+while the host runs (one hour)."""
+LIST_TTL_MS = 60_000
+"""``ttlMs`` of ``tools/list`` (one minute): the tool set may change at run time; a
+client that wants to know at once listens with ``subscriptions/listen``."""
+CACHE_SCOPE = "private"
+"""``cacheScope`` of cacheable results: they describe one local host (its directory,
+its sandbox), so they are not meant to be shared between users by an intermediary."""
+
+_ModernMethod = Any  # async (params, rctx, call) -> dict
+
+
+class ModernHost(Protocol):
+    """What the 2026-07-28 side needs of the host server (the 2025-11-25 side)."""
+
+    registry: Registry
+    pipeline: Pipeline
+    env: ExecEnv
+    instructions: str | None
+    shutdown_requested: bool
+
+    def server_info(self) -> dict[str, Any]: ...
+
+    def tools_list(self, params: Any, ctx: RequestContext) -> dict[str, Any]: ...
+
+    def tools_call(
+        self, params: Any, rctx: RequestContext, modern: ModernCall | None = None
+    ) -> Awaitable[dict[str, Any]]: ...
+
+
+class _Listener:
+    __slots__ = ("id", "session", "tools")
+
+    def __init__(self, id: RequestId, session: Session, tools: bool) -> None:
+        self.id = id
+        self.session = session
+        self.tools = tools
+
+
+class ModernServer:
+    """The 2026-07-28 side of a :class:`~toolwire.host.server.HostServer`.
+
+    The host's router asks :meth:`claims` of every request it reads; one claimed is
+    answered by :attr:`deferred` (its era's handler, from a task), the others by the
+    2025-11-25 handlers.
+    """
+
+    methods_of_any_params = (DISCOVER, LISTEN)
+    """Methods of 2026-07-28 only: claimed whatever their params."""
+
+    def __init__(self, server: ModernHost) -> None:
+        self.server = server
+        self._listeners: list[_Listener] = []
+        self.signer = StateSigner()
+        self._methods: dict[str, _ModernMethod] = {
+            DISCOVER: self._discover,
+            "tools/list": self._tools_list,
+            "tools/call": self._tools_call,
+            CALL_BATCH: self._tools_call_batch,
+            LISTEN: self._listen,
+        }
+        server.registry.on_change(self._tools_changed)
+        self.deferred = Deferred.to(self._handle)
+        """Answers a claimed request (from a task; :meth:`claims`)."""
+
+    # ------------------------------------------------------------------ routing
+
+    def claims(self, method: str, params: Any) -> bool:
+        """Whether a request is of 2026-07-28 (its ``_meta`` envelope, or a method of that
+        revision only) and served here; none is after an LSP ``shutdown``."""
+        if self.server.shutdown_requested:
+            return False
+        return is_modern_request(params) or method in self.methods_of_any_params
+
+    def route(self, method: str, params: Any) -> RequestHandler | None:
+        """The handler of a request :meth:`claims`, or None to leave it to the legacy
+        handlers (the HTTP direct path calls it without a session)."""
+        return self._handle if self.claims(method, params) else None
+
+    def router(self) -> Router:
+        """A router serving only 2026-07-28 requests (every other is -32601), for a
+        session of one HTTP request."""
+        router = Router()
+
+        def claim(params: Any, ctx: RequestContext) -> Deferred:
+            if self.claims(ctx.method, params):
+                return self.deferred
+            raise method_not_found(ctx.method)
+
+        for method in self.methods_of_any_params:
+            router.on_inline_request(method, claim)
+        router.on_unknown_request(claim)
+        return router
+
+    async def _handle(self, params: Any, rctx: RequestContext) -> dict[str, Any]:
+        envelope = parse_envelope(params)
+        if envelope.version not in MODERN_PROTOCOL_VERSIONS:
+            raise JsonRpcError(
+                UNSUPPORTED_PROTOCOL_VERSION,
+                "Unsupported protocol version",
+                {"supported": list(MODERN_PROTOCOL_VERSIONS), "requested": envelope.version},
+            )
+        method = self._methods.get(rctx.method)
+        if method is None:
+            raise JsonRpcError(
+                METHOD_NOT_FOUND,
+                f"Method not found: {rctx.method} (not part of MCP {envelope.version})",
+                {"method": rctx.method},
+            )
+        threshold: int | None = None
+        if envelope.log_level is not None:
+            if type(envelope.log_level) is not str or envelope.log_level not in LOG_LEVELS:
+                raise JsonRpcError(
+                    INVALID_PARAMS,
+                    f"Invalid log level {envelope.log_level!r}",
+                    {"supported": list(LOG_LEVELS)},
+                )
+            threshold = LOG_LEVELS[envelope.log_level]
+        call = ModernCall(envelope, threshold, rctx.session)
+        result: dict[str, Any] = await method(params, rctx, call)
+        return self.finish(result)
+
+    def finish(self, result: dict[str, Any]) -> dict[str, Any]:
+        """``result`` with ``resultType`` (default "complete") and the server info in ``_meta``
+        (an input-required result gets the server info too)."""
+        out = {"resultType": RESULT_COMPLETE, **result}
+        meta = dict(out.get("_meta") or {})
+        meta[SERVER_INFO_KEY] = self.server.server_info()
+        out["_meta"] = meta
+        return out
+
+    # ------------------------------------------------------------------ methods
+
+    async def _discover(
+        self, params: dict[str, Any], rctx: RequestContext, call: ModernCall
+    ) -> dict[str, Any]:
+        result: dict[str, Any] = {
+            "supportedVersions": list(MODERN_PROTOCOL_VERSIONS),
+            "capabilities": {"tools": {"listChanged": True}, "logging": {}},
+        }
+        if self.server.instructions:
+            result["instructions"] = self.server.instructions
+        result["ttlMs"] = DISCOVER_TTL_MS
+        result["cacheScope"] = CACHE_SCOPE
+        return result
+
+    async def _tools_list(
+        self, params: dict[str, Any], rctx: RequestContext, call: ModernCall
+    ) -> dict[str, Any]:
+        result = self.server.tools_list(_without_meta(params), rctx)
+        result["ttlMs"] = LIST_TTL_MS
+        result["cacheScope"] = CACHE_SCOPE
+        return result
+
+    async def _tools_call(
+        self, params: dict[str, Any], rctx: RequestContext, call: ModernCall
+    ) -> dict[str, Any]:
+        return await self._asking(params, rctx, call, self.server.tools_call)
+
+    async def _tools_call_batch(
+        self, params: dict[str, Any], rctx: RequestContext, call: ModernCall
+    ) -> dict[str, Any]:
+        server = self.server
+
+        async def batch(p: Any, r: RequestContext, modern: ModernCall) -> dict[str, Any]:
+            return await run_batch(
+                p,
+                r,
+                registry=server.registry,
+                pipeline=server.pipeline,
+                env=server.env,
+                channel_for=lambda call_id: ModernChannel(r, modern, call_id),
+            )
+
+        return await self._asking(params, rctx, call, batch)
+
+    async def _asking(
+        self,
+        params: dict[str, Any],
+        rctx: RequestContext,
+        call: ModernCall,
+        run: Callable[..., Awaitable[dict[str, Any]]],
+    ) -> dict[str, Any]:
+        """Run a call that may ask (multi-round-trip requests, protocol.md §11.7)."""
+        round = InputRound(call.envelope, rctx.method, params, self.signer)
+        call.round = round
+        token = running_round(round)
+        try:
+            result: dict[str, Any] = await run(params, rctx, modern=call)
+        except InputNeeded:
+            result = {}
+        finally:
+            end_round(token)
+        required = round.outcome()
+        return required if required is not None else result
+
+    async def _listen(
+        self, params: dict[str, Any], rctx: RequestContext, call: ModernCall
+    ) -> dict[str, Any]:
+        """``subscriptions/listen``: acknowledge, then deliver tools list changes until the
+        client cancels the request (``notifications/cancelled``) or the connection ends."""
+        wanted = params.get("notifications")
+        if wanted is None:
+            wanted = {}
+        if type(wanted) is not dict:
+            raise JsonRpcError(INVALID_PARAMS, "'notifications' must be an object")
+        honored: dict[str, Any] = {}
+        if wanted.get("toolsListChanged") is True:
+            honored["toolsListChanged"] = True
+        rctx.session.notify(
+            ACKNOWLEDGED, {"_meta": {SUBSCRIPTION_ID_KEY: rctx.id}, "notifications": honored}
+        )
+        listener = _Listener(rctx.id, rctx.session, bool(honored))
+        self._listeners.append(listener)
+        try:
+            await anyio.sleep_forever()
+        finally:
+            self._listeners.remove(listener)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _tools_changed(self) -> None:
+        for listener in self._listeners:
+            if listener.tools and not listener.session.closing:
+                listener.session.notify(
+                    "notifications/tools/list_changed",
+                    {"_meta": {SUBSCRIPTION_ID_KEY: listener.id}},
+                )
+
+
+def _without_meta(params: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in params.items() if k != "_meta"}

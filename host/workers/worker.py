@@ -1,0 +1,327 @@
+"""A worker process: imports one tool module and serves its tools to the host.
+
+Started by the host (:mod:`.workers`) as ``python -P -m toolwire.host.workers.worker CONFIG``,
+under bubblewrap when the sandbox is active. ``CONFIG`` is a JSON object:
+
+* ``spec``: the ``--tools`` file or module, or the entry point's name;
+* ``kind``: ``"tools"`` or ``"entry_point"``;
+* ``root``: the directory tools act in;
+* ``sysPath``: the host's import path (already cleared of the root);
+* ``maxThreads``: threads for synchronous handlers;
+* ``logLevel``: the stderr log threshold (a :mod:`logging` level name, lower case);
+* ``boxed``: true when bubblewrap runs this process (it then dies with the host already);
+* ``cgroupFd``: a descriptor of the process-count cgroup's ``cgroup.procs`` this process
+  joins before it imports the module (absent when there is none);
+* ``memoryCgroupFd``: the same for its memory cgroup, when that is a group of its own
+  (cgroup v1; on v2 one group holds both limits).
+
+The host is this process's client, over stdin/stdout, in newline-delimited JSON-RPC
+(:mod:`.workerwire`): ``initialize`` answers the module's tool definitions and hooks (or
+:data:`~.workerwire.IMPORT_FAILED`), ``tools/call`` runs one call. The host has already
+validated the arguments, run the approval and applies the call's timeout; here the handler
+runs without a timeout of its own and, when cancelled (``$/cancelRequest``), answers only
+once it has really stopped: a synchronous handler's thread is never abandoned, so the host
+can tell a handler that stops from one that will not (and then kills this process).
+
+The process ends when the host closes stdin, and with the host: under bubblewrap through
+its ``--die-with-parent`` and PID namespace (the namespace's first process dies with the
+host, and Linux kills every process of a namespace whose first process died:
+pid_namespaces(7)); without it through ``PR_SET_PDEATHSIG``, asked for here. The host
+starts it in a session and process group of its own, with no controlling terminal
+(bubblewrap adds ``--new-session``), so a signal to its group or a terminal it opens
+never reaches the host; the host ends it by its pid.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to SIGKILL this process when the host (its parent) dies."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+        import signal
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _start_joining(*given: Any) -> Callable[[], None]:
+    """Join each cgroup whose ``cgroup.procs`` is open as one of the descriptors
+    ``given`` (writing ``0`` moves this whole process; non-int values are skipped), in
+    a thread: the kernel's wait for an RCU grace period (5-50 ms on a small machine)
+    then overlaps the imports. Returns the function that waits for the joins and raises
+    :class:`OSError` when one failed; with no descriptor, one that returns at once."""
+    fds = [fd for fd in given if type(fd) is int]
+    if not fds:
+        return lambda: None
+    import threading
+
+    failed: list[OSError] = []
+
+    def join() -> None:
+        for fd in fds:
+            try:
+                if not failed:
+                    os.write(fd, b"0")
+            except OSError as exc:
+                failed.append(exc)
+            finally:
+                os.close(fd)
+
+    thread = threading.Thread(target=join, name="toolwire-cgroup-join", daemon=True)
+    thread.start()
+
+    def wait() -> None:
+        thread.join()
+        if failed:
+            raise OSError(f"could not join the worker's cgroup: {failed[0]}")
+
+    return wait
+
+
+def _join_now(*given: Any) -> None:
+    """Join each cgroup whose ``cgroup.procs`` is open as one of the descriptors
+    ``given`` (non-int values skipped), now, closing them.
+
+    Raises:
+        OSError: a join failed (the rest are closed unjoined).
+    """
+    failed: OSError | None = None
+    for fd in given:
+        if type(fd) is not int:
+            continue
+        try:
+            if failed is None:
+                os.write(fd, b"0")
+        except OSError as exc:
+            failed = exc
+        finally:
+            os.close(fd)
+    if failed is not None:
+        raise OSError(f"could not join the worker's cgroup: {failed}")
+
+
+def _exit_code(status: int, boxed: bool) -> int:
+    """A forked worker's wait status as the host reads a worker's: the exit code, or for
+    a signal N, -N (as :mod:`subprocess` says it) or, under bubblewrap, 128 + N (as
+    bubblewrap passes it on)."""
+    code = os.waitstatus_to_exitcode(status)
+    return 128 - code if code < 0 and boxed else code
+
+
+WORKER_NAME = b"toolwire.host.workers.worker"
+TEMPLATE_NAME = b"toolwire-worker-tmpl-forking"
+"""What a template's command line shows in place of :data:`WORKER_NAME` (the same
+length): ``ps`` and ``/proc/<pid>/cmdline`` tell a template from the workers it forks,
+which put the worker's name back, and from the host."""
+
+
+def _retitle(old: bytes, new: bytes) -> bool:
+    """Overwrite the first ``old`` in this process's command line (the memory
+    ``/proc/<pid>/cmdline`` reads, between ``arg_start`` and ``arg_end`` of
+    ``/proc/self/stat``, proc(5)) with ``new``, of the same length; whether it did."""
+    assert len(old) == len(new)
+    try:
+        import ctypes
+
+        with open("/proc/self/stat", "rb") as f:
+            stat = f.read()
+        fields = stat[stat.rindex(b")") + 2 :].split()
+        start, end = int(fields[45]), int(fields[46])  # fields 48 and 49
+        at = ctypes.string_at(start, end - start).find(old)
+        if at < 0:
+            return False
+        ctypes.memmove(start + at, new, len(new))
+        return True
+    except (OSError, ValueError, IndexError, ImportError):
+        return False
+
+
+def _warm_up() -> None:
+    """Run an empty event loop once, so what the first ``anyio.run`` imports and sets up
+    (anyio's asyncio backend, its streams, :mod:`queue`) is in the template already and
+    not imported again in each forked worker."""
+    import anyio
+
+    async def nothing() -> None:
+        return None
+
+    anyio.run(nothing, backend="asyncio")
+
+
+def _serve_forks(config: dict[str, Any], control: Any) -> dict[str, Any]:
+    """The template's loop (``config["template"]``): fork one worker per request read
+    from ``control`` (a ``SOCK_SEQPACKET`` socket to the host; :mod:`.template` says the
+    messages), report each one's pid and, once reaped, its exit code. Returns only in a
+    forked worker, with its configuration; the template itself exits when the host hangs
+    up. Nothing of the tool module runs here: each worker imports it after the fork, in
+    its own cgroups and session."""
+    import contextlib
+    import json
+    import select
+    import signal
+    import socket
+
+    boxed = config.get("boxed") is True
+    _warm_up()
+    retitled = _retitle(WORKER_NAME, TEMPLATE_NAME)
+    wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda signum, frame: None)
+    children: set[int] = set()
+
+    def send(message: dict[str, Any]) -> None:
+        try:
+            control.send(json.dumps(message).encode())
+        except OSError:
+            os._exit(0)  # the host is gone
+
+    send({"ready": os.getpid()})
+    while True:
+        try:
+            readable, _, _ = select.select([control, wake_r], [], [])
+        except InterruptedError:
+            continue
+        if wake_r in readable:
+            with contextlib.suppress(OSError):
+                os.read(wake_r, 4096)
+            while children:
+                try:
+                    pid, status = os.waitpid(-1, os.WNOHANG)
+                except ChildProcessError:
+                    break
+                if pid == 0:
+                    break
+                children.discard(pid)
+                send({"exited": pid, "code": _exit_code(status, boxed)})
+        if control not in readable:
+            continue
+        try:
+            data, fds, _, _ = socket.recv_fds(control, 65536, 16, socket.MSG_CMSG_CLOEXEC)
+        except OSError:
+            os._exit(0)
+        if not data:
+            os._exit(0)  # the host closed the template: its workers end with it
+        request = json.loads(data)
+        if "kill" in request:
+            target = request["kill"]
+            if type(target) is int and target in children:
+                with contextlib.suppress(OSError):
+                    os.kill(target, signal.SIGKILL)
+            continue
+        pid = os.fork()
+        if pid == 0:
+            signal.set_wakeup_fd(-1)
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            os.close(wake_r)
+            os.close(wake_w)
+            control.close()
+            if retitled:
+                _retitle(TEMPLATE_NAME, WORKER_NAME)
+            return _become_worker(config, request, fds)
+        children.add(pid)
+        for fd in fds:
+            os.close(fd)
+        send({"forked": request.get("id"), "pid": pid})
+
+
+def _become_worker(
+    config: dict[str, Any], request: dict[str, Any], fds: list[int]
+) -> dict[str, Any]:
+    """In a process just forked from the template: a session of its own, its stdio from
+    ``fds`` (the pipes to the host and the stderr pipe), its own cgroups joined (before
+    anything of the module runs), and, without bubblewrap, death with the template;
+    returns the worker's configuration."""
+    os.setsid()  # a session and process group of its own, no controlling terminal
+    template = os.getppid()
+    for target, fd in enumerate(fds[:3]):
+        os.dup2(fd, target)
+    for fd in fds[:3]:
+        if fd > 2:
+            os.close(fd)
+
+    def given(key: str) -> int | None:
+        index = request.get(key)
+        return fds[index] if type(index) is int and 3 <= index < len(fds) else None
+
+    _join_now(given("cgroupFd"), given("memoryCgroupFd"))
+    if config.get("boxed") is not True:
+        _die_with_parent()  # dies with the template, which dies with the host
+        if os.getppid() != template:
+            os._exit(1)  # the template died before the request took effect
+    out = {k: v for k, v in config.items() if k != "template"}
+    source = given("sourceFd")
+    if source is not None:
+        out["sourceFd"] = source
+    else:
+        out.pop("sourceFd", None)
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of ``python -m toolwire.host.workers.worker CONFIG``; never returns."""
+    import json
+
+    args = sys.argv[1:] if argv is None else argv
+    config = json.loads(args[0])
+    joined = _start_joining(config.get("cgroupFd"), config.get("memoryCgroupFd"))
+    template = config.get("template") is True
+    if config.get("boxed") is not True:
+        _die_with_parent()  # ctypes costs a few ms of the start; bubblewrap needs none
+    sys.path[:] = [p for p in config.get("sysPath", sys.path) if isinstance(p, str)]
+    from .stdio import take_over_stdio
+
+    control: Any = None
+    if template:
+        import socket
+
+        # stdin is the control socket; the template's own stdin and stdout are /dev/null.
+        control = socket.socket(fileno=os.dup(0))
+        control.set_inheritable(False)
+        devnull = os.open(os.devnull, os.O_RDWR)
+        os.dup2(devnull, 0)
+        os.dup2(devnull, 1)
+        os.close(devnull)
+    else:
+        read_fd, write_fd = take_over_stdio()
+    import logging
+
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=getattr(logging, str(config.get("logLevel", "warning")).upper(), logging.WARNING),
+        format="toolwire-worker[%(process)d] %(levelname)s %(name)s: %(message)s",
+    )
+    import faulthandler
+
+    faulthandler.enable(sys.stderr)  # a crash in C code leaves a Python traceback behind
+    code = 0
+    try:
+        from ..sandbox.inputs import source_only_imports
+        from ._workerside import serve
+
+        source_only_imports()  # the module and its neighbours: from source only
+
+        joined()  # the process and memory limits hold before the module's code runs
+        if template:
+            config = _serve_forks(config, control)  # returns in a forked worker only
+            read_fd, write_fd = take_over_stdio()
+        serve(config, read_fd, write_fd)
+    except BaseException:
+        logging.getLogger("toolwire.worker").exception("worker failed")
+        code = 1
+    finally:
+        sys.stderr.flush()
+    os._exit(code)
+
+
+if __name__ == "__main__":
+    main()
