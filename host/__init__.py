@@ -108,7 +108,7 @@ __getattr__ = lazy_exports(
     {
         "ApprovalPolicy": ".calls.approval",
         "Block": ".tools.hooks",
-        "ExecEnv": ".tools.context",
+        "ExecEnv": ".sandbox.env",
         "Executor": ".calls.executor",
         "HostConfig": ".serve.options",
         "HostServer": ".methods.server",
@@ -144,11 +144,12 @@ if TYPE_CHECKING:
     from .calls.pipeline import Pipeline
     from .methods.server import HostServer
     from .sandbox.commands import RunResult, run_in_env
+    from .sandbox.env import ExecEnv
     from .sandbox.paths import PathError
     from .schema.hints import Param
     from .serve.connection import run_host, serve_connection
     from .serve.options import HostConfig, StartupError
-    from .tools.context import ExecEnv, ToolContext
+    from .tools.context import ToolContext
     from .tools.decorator import tool
     from .tools.definition import Tool, ToolDefinitionError
     from .tools.hooks import (

@@ -6,6 +6,13 @@ side; the host (``toolwire.host``, in ``host/``) and the client (``toolwire.clie
 one module above both: the ``toolwire`` command, which starts either side lazily. Within
 the client and the wire layer, no module imports one that imports it back (counting
 imports inside functions; imports only for type checking do not run and do not count).
+
+Within the host, each package (``toolwire.host.<package>``, a folder of ``host/``) names
+the host packages it may import (:data:`HOST_ALLOWED`); an import of any other, at module
+level or inside a function, is an upward arrow and fails. The order, bottom up: schema,
+tools, sandbox, then builtins, calls (each over those three), methods (over calls),
+workers (over calls), and serve over all of them; ``toolwire.host`` itself and its
+``__main__`` are the face and the entry point above them.
 """
 
 from __future__ import annotations
@@ -189,3 +196,102 @@ def test_the_host_start_up_is_in_no_circle() -> None:
         "toolwire.host.serve.process",
     }
     assert [c for c in _cycles_within("host") if start_up & set(c)] == []
+
+
+HOST_ALLOWED: dict[str, set[str]] = {
+    "schema": set(),
+    "tools": {"schema"},
+    "sandbox": {"tools", "schema"},
+    "builtins": {"sandbox", "tools", "schema"},
+    "calls": {"sandbox", "tools", "schema"},
+    "methods": {"calls", "sandbox", "tools", "schema"},
+    "workers": {"calls", "sandbox", "tools", "schema"},
+    "serve": {"workers", "methods", "calls", "builtins", "sandbox", "tools", "schema"},
+}
+"""Host package → the host packages it may import (besides itself): only ones below it."""
+
+
+def _host_package(module: str) -> str | None:
+    """``toolwire.host.<package>...`` → ``<package>``; None for the face (``toolwire.host``,
+    ``toolwire.host.__main__``) and for modules outside the host."""
+    if not module.startswith("toolwire.host."):
+        return None
+    package = module.split(".")[2]
+    return package if package in HOST_ALLOWED else None
+
+
+def host_arrows() -> set[tuple[str, str]]:
+    """The (importer, imported) pairs of distinct host packages, read from the source."""
+    return {
+        (_host_package(mod) or "", _host_package(dep) or "")
+        for mod, deps in GRAPH.items()
+        for dep in deps
+        if _host_package(mod) and _host_package(dep) and _host_package(mod) != _host_package(dep)
+    }
+
+
+def test_every_host_module_is_in_a_package_of_the_order() -> None:
+    loose = sorted(
+        m
+        for m in GRAPH
+        if m.startswith("toolwire.host.")
+        and m != "toolwire.host.__main__"
+        and _host_package(m) is None
+    )
+    assert loose == []
+
+
+def test_host_packages_import_only_the_packages_below_them() -> None:
+    upward = sorted(
+        f"{mod} imports {dep}"
+        for mod, deps in GRAPH.items()
+        for dep in deps
+        if (low := _host_package(mod)) is not None
+        and (high := _host_package(dep)) is not None
+        and high != low
+        and high not in HOST_ALLOWED[low]
+    )
+    assert upward == []
+
+
+def test_the_host_order_has_no_circle_and_is_read_from_the_source() -> None:
+    # the allowed arrows form an order (no package is below itself) ...
+    def below(pkg: str, seen: frozenset[str] = frozenset()) -> set[str]:
+        assert pkg not in seen, f"{pkg} is below itself"
+        out = set(HOST_ALLOWED[pkg])
+        for lower in HOST_ALLOWED[pkg]:
+            out |= below(lower, seen | {pkg})
+        return out
+
+    for pkg in HOST_ALLOWED:
+        below(pkg)
+    # ... and the graph holds the arrows the order exists for (it is read, not empty)
+    arrows = host_arrows()
+    assert {("serve", "workers"), ("methods", "calls"), ("calls", "tools")} <= arrows
+
+
+def test_the_check_catches_an_upward_import() -> None:
+    # a tools module importing the calls package would be named
+    fake = {"toolwire.host.tools.fake": {"toolwire.host.calls.pipeline"}}
+    upward = [
+        (m, d)
+        for m, deps in fake.items()
+        for d in deps
+        if _host_package(d) not in HOST_ALLOWED[_host_package(m) or ""]
+    ]
+    assert upward == [("toolwire.host.tools.fake", "toolwire.host.calls.pipeline")]
+
+
+def test_the_old_public_import_paths_still_work() -> None:
+    import toolwire.host
+    import toolwire.host.sandbox
+    import toolwire.host.schema
+    import toolwire.host.workers
+
+    assert toolwire.host.tool.__name__ == "tool"
+    assert toolwire.host.sandbox.Sandbox.__name__ == "Sandbox"
+    assert toolwire.host.sandbox.SandboxSettings.__name__ == "SandboxSettings"
+    assert toolwire.host.schema.ArgumentSchema.__name__ == "ArgumentSchema"
+    assert toolwire.host.workers.Workers.__name__ == "Workers"
+    for package in (toolwire.host, toolwire.host.sandbox, toolwire.host.workers):
+        assert all(hasattr(package, name) for name in package.__all__)

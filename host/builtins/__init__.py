@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["builtin_tools"]
+if TYPE_CHECKING:
+    from ..tools.registry import Registry
+
+__all__ = ["builtin_tools", "load_builtins"]
 
 
 def builtin_tools() -> list[Callable[..., Any]]:
@@ -20,3 +23,11 @@ def builtin_tools() -> list[Callable[..., Any]]:
     from .write import write
 
     return [read, write, edit, bash, ls, grep, find]
+
+
+def load_builtins(registry: Registry) -> None:
+    """Register the built-in tools (read, write, edit, bash, ls, grep, find) in ``registry``
+    (here, not in :mod:`toolwire.host.tools.loading`, so the tools package never imports
+    the built-ins made of it)."""
+    for fn in builtin_tools():
+        registry.add(fn)

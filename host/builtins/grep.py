@@ -23,9 +23,10 @@ import anyio
 import anyio.to_thread
 
 from ..sandbox.commands import RunResult, run_in_env
+from ..sandbox.env import ExecEnv
 from ..sandbox.paths import PathError, open_directory, resolve_output_file, stat_beneath
 from ..schema.hints import Param
-from ..tools.context import ExecEnv, ToolContext
+from ..tools.context import ToolContext
 from ..tools.results import ToolError, ToolResult
 from ._common import GlobMatcher, LineSplitter, builtin_tool, display_path, file_kind, find_rg
 from .truncate import GREP_MAX_LINE_CHARS, MAX_BYTES, Truncation, format_size, truncate_line

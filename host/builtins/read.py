@@ -24,9 +24,10 @@ from typing import IO, Annotated, Any, Literal
 import anyio.from_thread
 import anyio.to_thread
 
+from ..sandbox.env import ExecEnv
 from ..sandbox.paths import resolve_output_file, resolve_read_path
 from ..schema.hints import Param
-from ..tools.context import ExecEnv, ToolContext
+from ..tools.context import ToolContext
 from ..tools.results import ToolError, ToolResult, image_block
 from ._common import builtin_tool, display_path, open_regular
 from .truncate import MAX_BYTES, MAX_LINES, Truncation, format_size

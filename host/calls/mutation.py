@@ -19,8 +19,8 @@ from typing import Any
 
 import anyio
 
+from ..sandbox.env import ExecEnv
 from ..sandbox.paths import PathError
-from ..tools.context import ExecEnv
 
 __all__ = ["MutationQueue", "mutation_keys"]
 

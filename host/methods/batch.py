@@ -34,8 +34,9 @@ from toolwire.messages import RequestId
 from toolwire.session import RequestContext, progress_accepted
 
 from ..calls.pipeline import Pipeline, Prepared, Refused
+from ..sandbox.env import ExecEnv
 from ..tools.channel import CallChannel
-from ..tools.context import ExecEnv, ToolContext
+from ..tools.context import ToolContext
 from ..tools.hooks import IncomingCall
 from ..tools.registry import Registry
 from ..tools.results import error_result

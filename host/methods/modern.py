@@ -46,8 +46,8 @@ from toolwire.router import Deferred, RequestHandler, Router, method_not_found
 from toolwire.session import RequestContext, Session
 
 from ..calls.pipeline import Pipeline
+from ..sandbox.env import ExecEnv
 from ..tools.channel import LOG_LEVELS, ModernCall, ModernChannel
-from ..tools.context import ExecEnv
 from ..tools.registry import Registry
 from ..tools.rounds import InputNeeded, InputRound, StateSigner, end_round, running_round
 from .batch import run_batch

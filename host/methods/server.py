@@ -34,6 +34,7 @@ from toolwire.session import ABORT_WAIT, PARAMS_NOT_AN_OBJECT, RequestContext, S
 from ..calls.approval import ApprovalPolicy, HostDenial, approve_call
 from ..calls.executor import Executor
 from ..calls.pipeline import Pipeline, Prepared
+from ..sandbox.env import ExecEnv
 from ..tools.arguments import ArgumentError
 from ..tools.channel import (
     LOG_LEVELS,
@@ -43,7 +44,7 @@ from ..tools.channel import (
     WorkDoneProgress,
     log_params,
 )
-from ..tools.context import ExecEnv, ToolContext
+from ..tools.context import ToolContext
 from ..tools.definition import Tool
 from ..tools.hooks import IncomingCall
 from ..tools.registry import Registry

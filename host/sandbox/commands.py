@@ -54,7 +54,7 @@ from .bubblewrap import Sandbox, WrappedCommand, child_pid_from_info
 from .procs import stat_fields, supervised
 
 if TYPE_CHECKING:
-    from ..tools.context import ExecEnv
+    from .env import ExecEnv
 
 __all__ = [
     "MARKER_ENV",

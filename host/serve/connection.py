@@ -25,14 +25,15 @@ from anyio.abc import ByteReceiveStream, ByteSendStream
 from toolwire.session import Session
 from toolwire.streams import FdReceiveStream, FdSendStream
 
+from ..builtins import load_builtins
 from ..calls.approval import ApprovalPolicy
 from ..calls.executor import Executor
 from ..methods.server import HostServer
 from ..sandbox.bubblewrap import Sandbox, resolve_sandbox
+from ..sandbox.env import ExecEnv
 from ..sandbox.inputs import HostInputs, activate, deactivate, source_only_imports
-from ..tools.context import ExecEnv
 from ..tools.definition import ToolDefinitionError
-from ..tools.loading import entry_point_names, load_builtins, load_entry_points, load_tools
+from ..tools.loading import entry_point_names, load_entry_points, load_tools
 from ..tools.registry import Registry
 from ..workers.pool import ModuleSpec, Workers, WorkerStartError
 from .inputs_collect import check_configured_bwrap, collect

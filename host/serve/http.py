@@ -52,8 +52,8 @@ from ..calls.approval import ApprovalPolicy
 from ..calls.executor import Executor
 from ..methods.server import HostServer
 from ..sandbox.bubblewrap import Sandbox, resolve_sandbox
+from ..sandbox.env import ExecEnv
 from ..sandbox.inputs import HostInputs, activate, deactivate
-from ..tools.context import ExecEnv
 from ..tools.registry import Registry
 from .bus import open_bus, relaying
 from .connection import _load_modules, build_registry, describe, start_workers

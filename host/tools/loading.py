@@ -1,4 +1,5 @@
-"""Loading tools: ``--tools`` files and modules, the entry-point group, the built-ins."""
+"""Loading tools: ``--tools`` files and modules and the entry-point group (the built-ins
+register through :func:`toolwire.host.builtins.load_builtins`)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,6 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "entry_point_names",
     "hooks_in",
-    "load_builtins",
     "load_entry_points",
     "load_tools",
     "register_module",
@@ -178,11 +178,3 @@ def entry_point_names() -> list[str]:
     import importlib.metadata
 
     return [ep.name for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)]
-
-
-def load_builtins(registry: Registry) -> None:
-    """Register the built-in tools (read, write, edit, bash, ls, grep, ...)."""
-    from ..builtins import builtin_tools
-
-    for fn in builtin_tools():
-        registry.add(fn)

@@ -22,9 +22,10 @@ from toolwire.session import RequestContext, Session, progress_accepted, size_te
 from toolwire.streams import FdReceiveStream, FdSendStream
 
 from ..calls.executor import Executor, format_argument_error
+from ..sandbox.env import ExecEnv
 from ..tools.arguments import ArgumentError
 from ..tools.channel import CallChannel
-from ..tools.context import ExecEnv, ToolContext
+from ..tools.context import ToolContext
 from ..tools.definition import Tool
 from ..tools.hooks import NOT_GIVEN, Block, IncomingCall, ResultPatch, _Hook
 from ..tools.loading import ENTRY_POINT_GROUP, import_spec, register_module, tools_in
