@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..sandbox.inputs import HostInputs, configured_bwrap_refusal
 from ..tools.loading import ENTRY_POINT_GROUP
-from ..workers.pool import _module_location, importable_beside
+from ..workers.remote import _module_location, importable_beside
 from .options import HostConfig, StartupError
 
 __all__ = ["check_configured_bwrap", "collect"]

@@ -1,6 +1,7 @@
 """Tool modules in worker processes: the host's side (:mod:`.pool`: a
-:class:`WorkerPool` per module, :class:`Workers` for all of them; :mod:`.template`,
-:mod:`.health`) and the child's side (:mod:`.worker`, the entry point, and
+:class:`WorkerPool` per module, :class:`Workers` for all of them; :mod:`.process`, one
+worker process; :mod:`.remote`, a module's files and the stand-ins for its tools and
+hooks; :mod:`.template`, :mod:`.health`) and the child's side (:mod:`.worker`, the entry point, and
 :mod:`._workerside`), with what the two say to each other (:mod:`.workerwire`) and the
 taking over of the standard streams both entry points do first (:mod:`.stdio`).
 
@@ -27,7 +28,15 @@ __all__ = [
     "Workers",
 ]
 
-__getattr__ = lazy_exports(__name__, dict.fromkeys(__all__, ".pool"))
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        **dict.fromkeys(__all__, ".pool"),
+        **dict.fromkeys(
+            ("START_TIMEOUT", "STOP_GRACE", "ModuleSpec", "WorkerStartError"), ".process"
+        ),
+    },
+)
 
 if TYPE_CHECKING:
     from .pool import (
