@@ -16,7 +16,9 @@ import sys
 from typing import Any
 
 import pytest
-from toolwire.host.sandbox.bubblewrap import Sandbox, SandboxSettings, resolve_sandbox
+from toolwire.host.sandbox.bubblewrap import Sandbox
+from toolwire.host.sandbox.probe import resolve_sandbox
+from toolwire.host.sandbox.settings import SandboxSettings
 
 SANDBOX: Sandbox = resolve_sandbox(SandboxSettings())
 """The default sandbox as the host would resolve it on this machine."""

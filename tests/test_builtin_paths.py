@@ -361,8 +361,8 @@ def test_the_running_hosts_installation_is_protected_when_the_root_holds_it() ->
     import sys
     import sysconfig
 
-    from toolwire.host.sandbox.bubblewrap import find_bwrap
     from toolwire.host.sandbox.paths import check_not_installation, host_installation
+    from toolwire.host.sandbox.programs import find_bwrap
 
     places = host_installation()
     prefix = Path(sys.prefix).resolve()

@@ -207,7 +207,8 @@ async def test_missing_program_and_cwd(tmp_path: Path) -> None:
 
 # ------------------------------------------------------------------ in the sandbox
 
-from toolwire.host.sandbox.bubblewrap import SandboxSettings, resolve_sandbox  # noqa: E402
+from toolwire.host.sandbox.probe import resolve_sandbox  # noqa: E402
+from toolwire.host.sandbox.settings import SandboxSettings  # noqa: E402
 
 SANDBOX = resolve_sandbox(SandboxSettings())
 needs_bwrap = pytest.mark.usefixtures("sandbox_required")

@@ -11,7 +11,7 @@ from pathlib import Path
 import anyio
 import pytest
 from toolwire.host import HostConfig, StartupError, run_host
-from toolwire.host.sandbox.bubblewrap import SandboxSettings
+from toolwire.host.sandbox.settings import SandboxSettings
 from toolwire.host.serve.connection import build_registry
 
 

@@ -1,4 +1,4 @@
-"""Sandbox policy (host/sandbox/bubblewrap.py): settings, the secret filter, resolution and how the
+"""Sandbox policy (host/sandbox/: settings.py, bubblewrap.py, probe.py): settings, the secret filter, resolution and how the
 host reports it — through the real host where the behaviour is the host's."""
 
 from __future__ import annotations
@@ -8,12 +8,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from toolwire.host.sandbox.bubblewrap import (
+from toolwire.host.sandbox.probe import resolve_sandbox
+from toolwire.host.sandbox.settings import (
     DEFAULT_LIMITS,
     SandboxSettings,
     SandboxUnavailable,
     looks_secret,
-    resolve_sandbox,
 )
 
 from tests.hostproc import HostProcess
@@ -393,7 +393,7 @@ def test_bwrap_that_cannot_run_is_found_out_by_really_trying(tmp_path: Path) -> 
 
 @needs_bwrap
 def test_banner_and_server_info_name_the_bubblewrap_in_use(tmp_path: Path) -> None:
-    from toolwire.host.sandbox.bubblewrap import bundled_bwrap, find_system_program
+    from toolwire.host.sandbox.programs import bundled_bwrap, find_system_program
 
     system = find_system_program("bwrap")
     origin, path = ("system", system) if system else ("bundled", bundled_bwrap())
@@ -407,7 +407,7 @@ def test_banner_and_server_info_name_the_bubblewrap_in_use(tmp_path: Path) -> No
 
 def test_helper_programs_are_never_taken_from_path(tmp_path: Path) -> None:
     from toolwire.host.builtins.bash import find_shell
-    from toolwire.host.sandbox import bubblewrap as sb
+    from toolwire.host.sandbox import programs as sb
 
     planted = tmp_path / "bin"
     planted.mkdir()

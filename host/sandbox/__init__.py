@@ -1,9 +1,11 @@
-"""Processes and files kept in: bubblewrap (:mod:`.bubblewrap`), its seccomp filter
+"""Processes and files kept in: bubblewrap (:mod:`.bubblewrap`; its settings in :mod:`.settings`,
+the start-up probe in :mod:`.probe`, the trusted programs in :mod:`.programs`), its seccomp filter
 (:mod:`.seccomp`), memory cgroups (:mod:`.memcg`), the host's process bookkeeping
 (:mod:`.procs`), the one process runner (:mod:`.commands`), the path rule and opening
 beneath the root (:mod:`.paths`), full-output files (:mod:`.outputs`), the host's own
 inputs kept out of the tools' reach (:mod:`.inputs`) and the root kept off the import
-path (:mod:`.importpath`).
+path (:mod:`.importpath`), the environment tools act in (:mod:`.env`), and what a container
+changes about all that (:mod:`.container`).
 
 Imports from below only: :mod:`toolwire.host.tools` (the error a tool raises),
 :mod:`toolwire.host.schema`. The names below are the package's public face
@@ -36,24 +38,44 @@ __all__ = [
     "resolve_sandbox",
 ]
 
-__getattr__ = lazy_exports(__name__, dict.fromkeys(__all__, ".bubblewrap"))
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        **dict.fromkeys(__all__, ".settings"),
+        **dict.fromkeys(
+            (
+                "Sandbox",
+                "WrappedCommand",
+                "child_pid_from_info",
+                "memory_exceeded_message",
+                "reap_orphan",
+            ),
+            ".bubblewrap",
+        ),
+        "MEMORY_KEY": ".memcg",
+        "find_bwrap": ".programs",
+        "resolve_sandbox": ".probe",
+    },
+)
 
 if TYPE_CHECKING:
     from .bubblewrap import (
+        Sandbox,
+        WrappedCommand,
+        child_pid_from_info,
+        memory_exceeded_message,
+        reap_orphan,
+    )
+    from .memcg import MEMORY_KEY
+    from .probe import resolve_sandbox
+    from .programs import find_bwrap
+    from .settings import (
         DEFAULT_ENV_ALLOW,
         DEFAULT_LIMITS,
         DEFAULT_MAX_COMMANDS,
         LIMIT_KEYS,
-        MEMORY_KEY,
         TMPFS_SIZE_KEY,
-        Sandbox,
         SandboxSettings,
         SandboxUnavailable,
-        WrappedCommand,
-        child_pid_from_info,
-        find_bwrap,
         looks_secret,
-        memory_exceeded_message,
-        reap_orphan,
-        resolve_sandbox,
     )

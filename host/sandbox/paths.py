@@ -537,7 +537,7 @@ def host_installation() -> tuple[str, ...]:
             if spec is not None and spec.submodule_search_locations:
                 places.update(spec.submodule_search_locations)
     with contextlib.suppress(Exception):
-        from .bubblewrap import find_bwrap
+        from .programs import find_bwrap
 
         bwrap = find_bwrap()
         if bwrap:

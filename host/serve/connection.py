@@ -29,9 +29,10 @@ from ..builtins import load_builtins
 from ..calls.approval import ApprovalPolicy
 from ..calls.executor import Executor
 from ..methods.server import HostServer
-from ..sandbox.bubblewrap import Sandbox, resolve_sandbox
+from ..sandbox.bubblewrap import Sandbox
 from ..sandbox.env import ExecEnv
 from ..sandbox.inputs import HostInputs, activate, deactivate, source_only_imports
+from ..sandbox.probe import resolve_sandbox
 from ..tools.definition import ToolDefinitionError
 from ..tools.loading import entry_point_names, load_entry_points, load_tools
 from ..tools.registry import Registry

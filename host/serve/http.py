@@ -51,9 +51,10 @@ from toolwire.streams import MemoryReceiveStream
 from ..calls.approval import ApprovalPolicy
 from ..calls.executor import Executor
 from ..methods.server import HostServer
-from ..sandbox.bubblewrap import Sandbox, resolve_sandbox
+from ..sandbox.bubblewrap import Sandbox
 from ..sandbox.env import ExecEnv
 from ..sandbox.inputs import HostInputs, activate, deactivate
+from ..sandbox.probe import resolve_sandbox
 from ..tools.registry import Registry
 from .bus import open_bus, relaying
 from .connection import _load_modules, build_registry, describe, start_workers

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from toolwire.framing import DEFAULT_MAX_MESSAGE_SIZE
 
-from ..sandbox.bubblewrap import SandboxSettings
+from ..sandbox.settings import SandboxSettings
 from .config import load_config_file
 from .fleet import (
     FleetSettings,

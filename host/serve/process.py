@@ -37,10 +37,11 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from ..sandbox import outputs
-from ..sandbox.bubblewrap import SandboxUnavailable, resolve_sandbox
 from ..sandbox.importpath import scrub_import_path
 from ..sandbox.inputs import configured_bwrap_refusal
+from ..sandbox.probe import resolve_sandbox
 from ..sandbox.procs import kill_descendants, set_subreaper
+from ..sandbox.settings import SandboxUnavailable
 from ..workers.stdio import take_over_stdio
 from .errpump import buffer_stderr, flush_stderr
 from .options import StartupError, build_parser, check_tool_specs, config_from_args
