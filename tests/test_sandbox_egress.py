@@ -554,7 +554,7 @@ def test_an_unsandboxed_host_says_the_allow_list_is_not_enforced(tmp_path: Path)
 def test_the_proxy_sockets_fit_a_socket_address_under_a_long_temporary_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from toolwire.host import egress
+    from toolwire.host.sandbox import egress
 
     deep = tmp_path / ("d" * 60) / ("e" * 60)
     deep.mkdir(parents=True)
