@@ -35,7 +35,9 @@ async def test_overwrite_keeps_mode_and_leaves_no_temp(tmp_path: Path) -> None:
     assert not is_error(r) and details(r)["created"] is False
     assert f.read_text() == "new"
     assert stat.S_IMODE(f.stat().st_mode) == 0o751
-    assert sorted(os.listdir(tmp_path)) == ["run.sh"]
+    # No temporary file left; the only other entry is the cross-host lock directory.
+    assert sorted(os.listdir(tmp_path)) == [".toolwire", "run.sh"]
+    assert sorted(os.listdir(tmp_path / ".toolwire")) == [".gitignore", "lock"]
 
 
 async def test_replace_is_a_rename(tmp_path: Path) -> None:

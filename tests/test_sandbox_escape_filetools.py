@@ -159,7 +159,8 @@ def test_edit_that_times_out_never_writes(tmp_path: Path) -> None:
         # The worker has ended by the time the answer is sent (the executor waits for
         # it), so the file is checked after its end.
     assert (root / "big.txt").read_text() == body
-    assert [p.name for p in root.iterdir()] == ["big.txt"]  # no temporary file left
+    # no temporary file left (the cross-host lock directory is expected)
+    assert sorted(p.name for p in root.iterdir()) == [".toolwire", "big.txt"]
 
 
 def test_edit_cancelled_by_the_client_never_writes(tmp_path: Path) -> None:
@@ -190,7 +191,7 @@ def test_edit_cancelled_by_the_client_never_writes(tmp_path: Path) -> None:
         )
         assert "Could not find" in text_of(resp), resp
     assert (root / "big.txt").read_text() == body, "the cancelled edit wrote the file"
-    assert [p.name for p in root.iterdir()] == ["big.txt"]
+    assert sorted(p.name for p in root.iterdir()) == [".toolwire", "big.txt"]
 
 
 def test_edit_of_two_distant_lines_keeps_memory_flat(host: HostProcess, root: Path) -> None:

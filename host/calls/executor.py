@@ -117,7 +117,8 @@ class Executor:
 
         When the tool declares ``mutates``, the call first waits its turn in the per-file
         mutation queue for the paths named in ``arguments`` (the checked arguments;
-        ``kwargs`` when not given).
+        ``kwargs`` when not given), then holds their cross-host locks (:mod:`.rootlock`);
+        a lock that cannot be taken fails the call (an error result).
         """
         if tool.mutates:
             from .mutation import mutation_keys
@@ -125,8 +126,14 @@ class Executor:
             source = arguments if arguments is not None else kwargs
             keys = mutation_keys(tool.mutates, source, ctx.env)
             if keys:
+                from .rootlock import RootLockError, hold_root_locks
+
                 async with self.mutations.hold(keys):
-                    return await self._invoke(tool, kwargs, ctx)
+                    try:
+                        async with hold_root_locks(ctx.env.root, keys):
+                            return await self._invoke(tool, kwargs, ctx)
+                    except RootLockError as exc:
+                        return error_result(str(exc))
         return await self._invoke(tool, kwargs, ctx)
 
     async def _invoke(self, tool: Tool, kwargs: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
