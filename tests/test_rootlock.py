@@ -16,7 +16,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from toolwire.host.rootlock import LOCK_DIR, LOCK_NAME, hold_root_locks, lock_offset
+from toolwire.host.calls.rootlock import LOCK_DIR, LOCK_NAME, hold_root_locks, lock_offset
 
 pytestmark = pytest.mark.anyio
 

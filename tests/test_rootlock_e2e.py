@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from toolwire.host.rootlock import LOCK_DIR, LOCK_NAME, lock_offset
+from toolwire.host.calls.rootlock import LOCK_DIR, LOCK_NAME, lock_offset
 
 from tests.e2e_helpers import text_of, wait_until
 from tests.hostproc import TOOLS_DIR, HostProcess
