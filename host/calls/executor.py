@@ -21,6 +21,7 @@ from toolwire.session import is_stray_cancellation
 
 from ..tools.context import ToolContext
 from ..tools.definition import Tool
+from ..tools.redaction import redact
 
 if TYPE_CHECKING:
     from .mutation import MutationQueue
@@ -131,10 +132,11 @@ class Executor:
                 async with self.mutations.hold(keys):
                     try:
                         async with hold_root_locks(ctx.env.root, keys):
-                            return await self._invoke(tool, kwargs, ctx)
+                            return redact(await self._invoke(tool, kwargs, ctx))
                     except RootLockError as exc:
                         return error_result(str(exc))
-        return await self._invoke(tool, kwargs, ctx)
+        # Real [secrets] values never leave the host in a result (both eras pass here).
+        return redact(await self._invoke(tool, kwargs, ctx))
 
     async def _invoke(self, tool: Tool, kwargs: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         if tool.context_param is not None:

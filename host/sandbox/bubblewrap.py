@@ -537,7 +537,7 @@ class Sandbox:
             egress = sandbox_egress(self.settings.network)
             args += egress.bwrap_args
             inner = [*inner[: len(inner) - len(argv)], *egress.prefix, *argv]
-            env = {**env, **egress.env}
+            env = egress.environment(dict(env))
         if info_fd is not None:
             args += ["--info-fd", str(info_fd)]
         tmpfs_size = self.limits.get(TMPFS_SIZE_KEY)

@@ -39,6 +39,7 @@ import logging
 import os
 import shutil
 import socket
+import ssl
 import sys
 import tempfile
 import threading
@@ -52,6 +53,7 @@ from urllib.parse import urlsplit
 import h11
 
 from .egresspolicy import NetworkPolicy, ScopePolicy, address_problem
+from .egresssecrets import MintingCA, SecretRefused, SecretSet, upstream_context
 
 __all__ = [
     "RELAY_PORT",
@@ -71,6 +73,20 @@ log = logging.getLogger("toolwire.egress")
 
 SANDBOX_SOCKET = "/run/toolwire/egress.sock"
 """Where a grant's Unix socket appears inside the sandbox."""
+
+SANDBOX_CA = "/run/toolwire/egress-ca.pem"
+"""Where the proxy's CA certificate appears (read-only) inside a sandbox with ``[secrets]``."""
+
+CA_ENV_NAMES = (
+    "SSL_CERT_FILE",
+    "REQUESTS_CA_BUNDLE",
+    "PIP_CERT",
+    "NODE_EXTRA_CA_CERTS",
+    "GIT_SSL_CAINFO",
+    "CURL_CA_BUNDLE",
+)
+"""The variables pointed at :data:`SANDBOX_CA` (OpenSSL and Python, requests, pip,
+Node, git, curl)."""
 
 RELAY_PORT = 3128
 """The port of the in-sandbox relay on 127.0.0.1 (the sandbox's own loopback)."""
@@ -164,6 +180,8 @@ class EgressProxy:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._dir: str | None = None
         self._count = 0
+        self._ca: MintingCA | None = None
+        self._upstream: dict[tuple[str, ...], ssl.SSLContext] = {}
 
     def _ensure_started(self) -> asyncio.AbstractEventLoop:
         with self._lock:
@@ -202,6 +220,25 @@ class EgressProxy:
         # Anyone in the sandbox may connect (as root there, or an unprivileged user).
         os.chmod(path, 0o666)
         return grant
+
+    def ca_file(self) -> str:
+        """The path of the proxy's CA certificate (PEM), made on first use.
+
+        Raises:
+            OSError: it cannot be written.
+        """
+        self._ensure_started()
+        with self._lock:
+            if self._ca is None:
+                assert self._dir is not None
+                self._ca = MintingCA(self._dir)
+            return self._ca.cert_path
+
+    def _upstream_context(self, extra: tuple[str, ...]) -> ssl.SSLContext:
+        with self._lock:
+            if extra not in self._upstream:
+                self._upstream[extra] = upstream_context(extra)
+            return self._upstream[extra]
 
     def release(self, grant: EgressGrant) -> None:
         """Stop listening on ``grant``'s socket and remove it (open tunnels end with
@@ -344,9 +381,18 @@ class EgressProxy:
     ) -> None:
         method = request.method.decode("ascii", "replace")
         target = request.target.decode("ascii", "replace")
+        secrets = grant.policy.secrets
         if method == "CONNECT":
             host, port = _authority(target, None)
             up_reader, up_writer = await self._open(grant.policy, host, port)
+            if secrets is not None:
+                try:
+                    await self._intercept(
+                        grant, secrets, conn, (host, port), reader, writer, up_reader, up_writer
+                    )
+                finally:
+                    up_writer.close()
+                return
             if not isinstance(await _next_event(conn, reader), h11.EndOfMessage):
                 up_writer.close()
                 return
@@ -369,6 +415,14 @@ class EgressProxy:
         if parts.username is not None or parts.password is not None:
             raise _Refused(403, "credentials in the URL are not forwarded")
         host, port = _authority(parts.netloc, 80)
+        if secrets is not None:
+            try:
+                secrets.refuse_any(
+                    b"\n".join([request.target, *(v for _, v in request.headers)]),
+                    "is sent over HTTPS only, never in a plain-HTTP request",
+                )
+            except SecretRefused as exc:
+                raise _Refused(403, str(exc)) from None
         up_reader, up_writer = await self._open(grant.policy, host, port)
         try:
             upstream = h11.Connection(h11.CLIENT)
@@ -401,6 +455,107 @@ class EgressProxy:
                 await writer.drain()
         finally:
             up_writer.close()
+
+    async def _intercept(
+        self,
+        grant: EgressGrant,
+        secrets: SecretSet,
+        conn: h11.Connection,
+        target_of: tuple[str, int],
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        up_reader: asyncio.StreamReader,
+        up_writer: asyncio.StreamWriter,
+    ) -> None:
+        """A ``CONNECT`` tunnel with ``[secrets]``: accept it, terminate the client's TLS
+        with a leaf certificate for ``host`` (whatever SNI the client sent), read one
+        request (h11), check that its ``Host`` names the tunnel's target, substitute
+        placeholders the target may receive (refusing the rest: 403), then send it over
+        TLS verified against the system store and ``upstream_ca`` and relay the
+        response, real values masked. One request per tunnel (``Connection: close``)."""
+        if not isinstance(await _next_event(conn, reader), h11.EndOfMessage):
+            return
+        host, port = target_of
+        if conn.trailing_data[0]:
+            return  # TLS bytes before our 200: no client does this
+        self.ca_file()
+        ca = self._ca
+        assert ca is not None
+        writer.write(conn.send(h11.Response(status_code=200, headers=[])) or b"")
+        await writer.drain()
+        try:
+            await writer.start_tls(ca.server_context(host), ssl_handshake_timeout=HEAD_TIMEOUT)
+        except (ssl.SSLError, OSError, TimeoutError):
+            return  # the client does not trust us or does not speak TLS: nothing was sent
+        inner = h11.Connection(h11.SERVER, max_incomplete_event_size=_MAX_HEAD)
+        request: Any = None
+        try:
+            request = await asyncio.wait_for(_next_event(inner, reader), HEAD_TIMEOUT)
+            if not isinstance(request, h11.Request):
+                return
+            authority = host if port == 443 else f"{host}:{port}"
+            given = [v for k, v in request.headers if k.lower() == b"host"]
+            names = {host.lower(), authority.lower(), f"{host}:{port}".lower()}
+            if any(v.decode("ascii", "replace").lower() not in names for v in given):
+                raise _Refused(
+                    403,
+                    f"the Host header {given[0].decode('ascii', 'replace')!r} does not name "
+                    f"the tunnel's target {authority}",
+                )
+            try:
+                target = secrets.substitute(request.target, host, port)
+                headers = [(b"Host", authority.encode("ascii"))]
+                for k, v in request.headers:
+                    if k.lower() not in _HOP_BY_HOP:
+                        headers.append((k, secrets.substitute(v, host, port)))
+            except SecretRefused as exc:
+                raise _Refused(403, str(exc)) from None
+            headers.append((b"Connection", b"close"))
+        except _Refused as refused:
+            self._report(
+                grant, f"{request_line(request)} (in CONNECT {host}:{port})", refused.reason
+            )
+            _answer(inner, writer, refused.status, refused.reason)
+            await writer.drain()
+            return
+        except (h11.RemoteProtocolError, TimeoutError, ssl.SSLError):
+            return
+        try:
+            await up_writer.start_tls(
+                self._upstream_context(grant.policy.upstream_ca),
+                server_hostname=host,
+                ssl_handshake_timeout=CONNECT_TIMEOUT,
+            )
+        except (ssl.SSLError, OSError, TimeoutError) as exc:
+            reason = f"TLS to {host}:{port} failed: {exc}"
+            self._report(grant, request_line(request), reason)
+            _answer(inner, writer, 502, reason)
+            await writer.drain()
+            return
+        upstream = h11.Connection(h11.CLIENT)
+        up_writer.write(
+            upstream.send(h11.Request(method=request.method, target=target, headers=headers)) or b""
+        )
+        while True:
+            event = await _next_event(inner, reader)
+            if isinstance(event, h11.Data):
+                up_writer.write(upstream.send(h11.Data(data=event.data)) or b"")
+                await up_writer.drain()
+            elif isinstance(event, h11.EndOfMessage):
+                up_writer.write(upstream.send(h11.EndOfMessage()) or b"")
+                await up_writer.drain()
+                break
+            else:
+                return
+        masker = secrets.masker()
+        try:
+            while data := await up_reader.read(_CHUNK):
+                writer.write(masker.feed(data))
+                await writer.drain()
+        except ssl.SSLError:
+            pass
+        writer.write(masker.flush())
+        await writer.drain()
 
 
 def request_line(request: Any) -> str:
@@ -543,7 +698,9 @@ class SandboxEgress:
     Attributes:
         bwrap_args: bubblewrap options binding the grant's socket at :data:`SANDBOX_SOCKET`.
         prefix: the relay's command line, to put before the command.
-        env: :func:`proxy_env`.
+        env: :func:`proxy_env`, and with ``[secrets]`` the :data:`CA_ENV_NAMES` and the
+            placeholders.
+        values: the real secret values (kept out of the environment).
         grant: the proxy's grant (:meth:`release` it when the process is gone).
     """
 
@@ -552,6 +709,14 @@ class SandboxEgress:
     env: dict[str, str]
     grant: EgressGrant
     proxy: EgressProxy = field(repr=False)
+    values: list[str] = field(default_factory=list, repr=False)
+
+    def environment(self, env: dict[str, str]) -> dict[str, str]:
+        """The sandbox's environment: ``env`` without any variable whose value holds a
+        real secret value (``[sandbox] env_allow`` may not pass one in), plus :attr:`env`
+        (the proxy settings, the CA variables, the placeholders)."""
+        kept = {k: v for k, v in env.items() if not any(s in v for s in self.values)}
+        return {**kept, **self.env}
 
     def release(self) -> None:
         """Close the grant's socket."""
@@ -581,8 +746,16 @@ def sandbox_egress(policy: NetworkPolicy, scope: EgressScope | None = None) -> S
     """
     scope = scope or _SCOPE.get() or EgressScope()
     proxy = shared_proxy()
-    grant = proxy.grant(policy.for_scope(tool=scope.tool, module=scope.module), scope.on_refused)
+    scoped = policy.for_scope(tool=scope.tool, module=scope.module)
+    binds = []
+    env = proxy_env()
+    if scoped.secrets is not None:
+        binds = ["--ro-bind", proxy.ca_file(), SANDBOX_CA]
+        env.update(dict.fromkeys(CA_ENV_NAMES, SANDBOX_CA))
+        env.update(scoped.secrets.env())
+    grant = proxy.grant(scoped, scope.on_refused)
     prefix = [sys.executable, "-I", "-S", RELAY_SCRIPT, SANDBOX_SOCKET, str(RELAY_PORT), "--"]
+    values = [] if scoped.secrets is None else [s.value for s in scoped.secrets.secrets]
     return SandboxEgress(
-        ["--ro-bind", grant.path, SANDBOX_SOCKET], prefix, proxy_env(), grant, proxy
+        ["--ro-bind", grant.path, SANDBOX_SOCKET, *binds], prefix, env, grant, proxy, values
     )

@@ -37,7 +37,10 @@ import ipaddress
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .egresssecrets import SecretSet
 
 __all__ = [
     "DEFAULT_PORTS",
@@ -183,11 +186,16 @@ class ScopePolicy:
         rules: the host-wide ``allow`` plus the tool's or module's own.
         resolve: pinned names (normalized) → address.
         scope: who it is for (``"tool bash"``, ``"module fetcher"``, ``"host"``), for messages.
+        secrets: the ``[secrets]`` the proxy substitutes (None: none; the proxy then
+            passes ``CONNECT`` tunnels through untouched).
+        upstream_ca: extra CA files trusted for upstream TLS (``[network] upstream_ca``).
     """
 
     rules: tuple[Rule, ...]
     resolve: Mapping[str, str]
     scope: str = "host"
+    secrets: SecretSet | None = None
+    upstream_ca: tuple[str, ...] = ()
 
     def check(self, host: str, port: int) -> str | None:
         """None when ``host:port`` may be reached, else the reason it may not (a
@@ -227,12 +235,16 @@ class NetworkPolicy:
         resolve: pinned names → addresses.
         tools: tool name → its extra rules.
         modules: tool module name → its extra rules.
+        secrets: the ``[secrets]`` tables (:mod:`toolwire.host.egresssecrets`), or None.
+        upstream_ca: ``upstream_ca``: extra CA certificate files for upstream TLS.
     """
 
     allow: tuple[Rule, ...] = ()
     resolve: Mapping[str, str] = field(default_factory=dict)
     tools: Mapping[str, tuple[Rule, ...]] = field(default_factory=dict)
     modules: Mapping[str, tuple[Rule, ...]] = field(default_factory=dict)
+    secrets: SecretSet | None = None
+    upstream_ca: tuple[str, ...] = ()
 
     @classmethod
     def from_table(cls, table: Mapping[str, Any]) -> NetworkPolicy:
@@ -254,6 +266,7 @@ class NetworkPolicy:
             modules={
                 k: rules(v.get("allow", [])) for k, v in dict(table.get("modules", {})).items()
             },
+            upstream_ca=tuple(str(p) for p in table.get("upstream_ca", [])),
         )
 
     def for_scope(self, *, tool: str | None = None, module: str | None = None) -> ScopePolicy:
@@ -266,7 +279,7 @@ class NetworkPolicy:
         elif module is not None:
             extra, scope = self.modules.get(module, ()), f"module {module}"
         merged = tuple(dict.fromkeys((*self.allow, *extra)))
-        return ScopePolicy(merged, self.resolve, scope)
+        return ScopePolicy(merged, self.resolve, scope, self.secrets, self.upstream_ca)
 
     def describe(self) -> str:
         """A sentence or two for the host's instructions: what sandboxed processes may reach."""

@@ -13,6 +13,8 @@ its own, so files a tool writes cannot reconfigure the next host). Tables:
 * ``[workers]``: ``start`` (``"spawn"``, the default, or ``"fork"``: ``--worker-start``);
 * ``[network]``: the egress policy of sandboxed processes (``allow``, ``resolve``,
   ``tools.NAME.allow``, ``modules.NAME.allow``: :mod:`toolwire.host.egresspolicy`);
+* ``[secrets.NAME]``: ``env`` or ``file``, and ``hosts``: credentials the egress proxy
+  substitutes for placeholders (:mod:`toolwire.host.egresssecrets`);
 * ``[fleet]``: ``state_keys``, ``audience``, ``bus`` — ``--state-keys``, ``--audience``,
   ``--bus`` (:mod:`toolwire.host.fleet`).
 
@@ -35,7 +37,7 @@ from typing import Annotated, Any, Literal
 
 __all__ = ["ConfigError", "config_schema", "key_line", "load_config_file"]
 
-_TABLES = ("host", "sandbox", "approval", "http", "workers", "network", "fleet")
+_TABLES = ("host", "sandbox", "approval", "http", "workers", "network", "secrets", "fleet")
 
 
 class ConfigError(ValueError):
@@ -52,7 +54,14 @@ def config_schema() -> Any:
     :class:`~toolwire.host.options.HostConfig`'s and
     :class:`~toolwire.host.sandbox.SandboxSettings`'), and only the keys a file sets are
     used."""
-    from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+    from pydantic import (
+        AfterValidator,
+        BaseModel,
+        ConfigDict,
+        Field,
+        field_validator,
+        model_validator,
+    )
 
     strict = ConfigDict(extra="forbid", strict=True)
 
@@ -141,6 +150,7 @@ def config_schema() -> Any:
         model_config = strict
         allow: list[Rule] = []
         resolve: dict[str, str] = {}
+        upstream_ca: list[str] = []
         tools: dict[str, ScopeTable] = {}
         modules: dict[str, ScopeTable] = {}
 
@@ -151,6 +161,28 @@ def config_schema() -> Any:
 
             NetworkPolicy.from_table({"resolve": value})
             return value
+
+    class SecretTable(BaseModel):  # toolwire.host.egresssecrets.SecretSet
+        model_config = strict
+        env: str | None = None
+        file: str | None = None
+        hosts: Annotated[list[Rule], Field(min_length=1)]
+
+        @model_validator(mode="after")
+        def _one_source(self) -> Any:
+            if (self.env is None) == (self.file is None):
+                raise ValueError('give exactly one of env = "VAR" or file = "PATH"')
+            return self
+
+    def _secret_names(value: dict[str, Any]) -> dict[str, Any]:
+        from ..sandbox.egresssecrets import NAME_PATTERN
+
+        for name in value:
+            if not NAME_PATTERN.match(name):
+                raise ValueError(
+                    f"{name!r} is not an environment variable name (letters, digits, '_')"
+                )
+        return value
 
     class FleetTable(BaseModel):  # toolwire.host.fleet.FleetSettings
         model_config = strict
@@ -166,6 +198,7 @@ def config_schema() -> Any:
         http: HttpTable = HttpTable()
         workers: WorkersTable = WorkersTable()
         network: NetworkTable | None = None
+        secrets: Annotated[dict[str, SecretTable], AfterValidator(_secret_names)] = {}
         fleet: FleetTable = FleetTable()
 
     return ConfigFileModel

@@ -279,7 +279,9 @@ def config_from_args(ns: argparse.Namespace) -> HostConfig:
             max_threads=int(pick(ns.max_threads, "max_threads", 256)),
             page_size=max(1, int(pick(ns.page_size, "page_size", 500))),
             sandbox=_with_network(
-                SandboxSettings.from_table(tables["sandbox"], ns.sandbox), tables.get("network")
+                SandboxSettings.from_table(tables["sandbox"], ns.sandbox),
+                tables.get("network"),
+                tables.get("secrets"),
             ),
             approve=[
                 name.strip() for item in approve for name in str(item).split(",") if name.strip()
@@ -298,14 +300,25 @@ def config_from_args(ns: argparse.Namespace) -> HostConfig:
     )
 
 
-def _with_network(settings: SandboxSettings, table: dict[str, Any] | None) -> SandboxSettings:
-    """``settings`` with the ``[network]`` egress policy, when the file has that table.
+def _with_network(
+    settings: SandboxSettings,
+    table: dict[str, Any] | None,
+    secrets: dict[str, Any] | None = None,
+) -> SandboxSettings:
+    """``settings`` with the ``[network]`` egress policy, when the file has that table,
+    and its ``[secrets]`` (their values read now, and redacted from results from now on).
 
     Raises:
         ValueError: ``[network]`` together with ``[sandbox] allow_network = true`` (the
-            policy would not apply), or a rule the policy refuses.
+            policy would not apply), ``[secrets]`` without ``[network]``, a rule the
+            policy refuses, or a secret whose value cannot be read.
     """
     if table is None:
+        if secrets:
+            raise ValueError(
+                "[secrets] are substituted by the egress proxy, which runs only with a "
+                "[network] table: add one"
+            )
         return settings
     if settings.allow_network:
         raise ValueError(
@@ -314,7 +327,16 @@ def _with_network(settings: SandboxSettings, table: dict[str, Any] | None) -> Sa
         )
     from ..sandbox.egresspolicy import NetworkPolicy
 
-    settings.network = NetworkPolicy.from_table(table)
+    policy = NetworkPolicy.from_table(table)
+    if secrets:
+        import dataclasses
+
+        from ..sandbox.egresssecrets import SecretSet, register
+
+        found = SecretSet.from_table(secrets)
+        register(found.pairs())
+        policy = dataclasses.replace(policy, secrets=found)
+    settings.network = policy
     return settings
 
 

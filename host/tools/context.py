@@ -15,6 +15,7 @@ import anyio.lowlevel
 from toolwire.messages import RequestId
 
 from .channel import LOG_LEVELS, CallChannel, check_elicitation
+from .redaction import redact_text
 from .rounds import InputNeeded
 
 if TYPE_CHECKING:
@@ -89,6 +90,8 @@ class ToolContext:
         ``progress`` must increase from one report to the next; a report that does not
         is dropped, as is any report after the call finished (MCP 2025-11-25 "Progress").
         """
+        if message is not None:
+            message = redact_text(message)  # no real [secrets] value leaves the host
         self.channel.progress(progress, total, message)
         await self.channel.drain()
         # Always a scheduling point: a tool that reports progress in a loop without

@@ -38,6 +38,7 @@ from toolwire.streams import FdReceiveStream, FdSendStream
 from ..sandbox.bubblewrap import Sandbox, child_pid_from_info, memory_exceeded_message
 from ..tools.channel import LOG_LEVELS
 from ..tools.context import ToolContext
+from ..tools.redaction import redact_text
 from . import health
 from .template import TemplateLink, host_pid_of
 from .workerwire import (
@@ -718,7 +719,7 @@ class WorkerProcess:
             ctx.channel.progress(
                 progress,
                 total if isinstance(total, (int, float)) and not isinstance(total, bool) else None,
-                message if isinstance(message, str) else None,
+                redact_text(message) if isinstance(message, str) else None,
             )
 
     def _log(self, params: Any) -> None:

@@ -1,0 +1,332 @@
+"""Masked credentials for the egress proxy: placeholders in the sandbox, real values on the wire.
+
+Configured in ``toolwire.toml`` (with a ``[network]`` table: the proxy does the work)::
+
+    [secrets.GITHUB_TOKEN]
+    env = "GITHUB_TOKEN"            # or: file = "/run/keys/github" (its text, stripped)
+    hosts = ["api.github.com"]      # allow-list rules (toolwire.host.egresspolicy)
+
+Inside a sandbox the environment variable ``GITHUB_TOKEN`` holds a placeholder,
+``toolwire-secret-GITHUB_TOKEN-<32 hex digits>``: recognisable, and new for every host
+run (:func:`secrets.token_hex`), so it cannot be guessed from outside the run nor reused
+after it. The egress proxy (:mod:`toolwire.host.egress`) replaces a placeholder by the
+real value in the request target and header values of a request to a host the secret's
+``hosts`` allow, over HTTPS only: with secrets configured the proxy terminates the TLS
+of every ``CONNECT`` tunnel (:class:`MintingCA`) so that it sees each request. A
+placeholder in a request to any other host, or in a plain-HTTP request, is refused.
+Bodies are neither rewritten nor checked.
+
+The real values leave the host only in those requests: responses from upstream are
+masked (:class:`StreamMasker`), and the host redacts them from tool results and
+progress text (:func:`redact`).
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import os
+import re
+import secrets as _random
+import ssl
+import tempfile
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .egresspolicy import Rule, parse_rule
+from ..tools.redaction import redact, redact_text, register
+
+__all__ = [
+    "NAME_PATTERN",
+    "PLACEHOLDER_PREFIX",
+    "MintingCA",
+    "Secret",
+    "SecretRefused",
+    "SecretSet",
+    "StreamMasker",
+    "redact",
+    "redact_text",
+    "register",
+]
+
+PLACEHOLDER_PREFIX = "toolwire-secret-"
+"""Every placeholder starts with this, then the secret's name, ``-`` and 32 hex digits."""
+
+NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+"""A secret's name: an environment variable name (POSIX portable characters)."""
+
+
+class SecretRefused(Exception):
+    """A request carries a placeholder its target may not receive; the message says why."""
+
+
+@dataclass(frozen=True)
+class Secret:
+    """One masked credential.
+
+    Attributes:
+        name: the sandbox's environment variable holding :attr:`placeholder`.
+        value: the real value (never shown to the sandbox).
+        hosts: the rules of the hosts it may be sent to.
+        placeholder: what the sandbox sees.
+    """
+
+    name: str
+    value: str
+    hosts: tuple[Rule, ...]
+    placeholder: str
+
+    def allowed(self, host: str, port: int) -> bool:
+        """Whether ``host:port`` may receive the real value."""
+        name = host.strip().lower().removesuffix(".")
+        return any(rule.matches(name, port) for rule in self.hosts)
+
+    def __repr__(self) -> str:  # never the value, not even in a traceback
+        return f"Secret({self.name!r}, hosts={[str(r) for r in self.hosts]})"
+
+
+@dataclass(frozen=True)
+class SecretSet:
+    """The ``[secrets]`` of one host run.
+
+    Attributes:
+        secrets: the secrets, in configuration order.
+    """
+
+    secrets: tuple[Secret, ...]
+
+    @classmethod
+    def from_table(
+        cls, table: Mapping[str, Mapping[str, Any]], environ: Mapping[str, str] | None = None
+    ) -> SecretSet:
+        """Read the values: ``{NAME: {"env": VAR | "file": PATH, "hosts": [...]}}``
+        (shape-checked by :func:`toolwire.host.config.config_schema`).
+
+        Raises:
+            ValueError: a bad name, no hosts, a variable that is not set, a file that
+                cannot be read, or an empty value.
+        """
+        environ = os.environ if environ is None else environ
+        out = []
+        for name, entry in table.items():
+            if not NAME_PATTERN.match(name):
+                raise ValueError(f"[secrets.{name}]: the name must be an environment variable name")
+            hosts = tuple(parse_rule(h) for h in entry.get("hosts", []))
+            if not hosts:
+                raise ValueError(f"[secrets.{name}]: hosts must name at least one host")
+            if entry.get("env") is not None:
+                value = environ.get(str(entry["env"]))
+                if value is None:
+                    raise ValueError(
+                        f"[secrets.{name}]: the environment variable {entry['env']} is not set"
+                    )
+            else:
+                try:
+                    value = Path(str(entry["file"])).read_text(encoding="utf-8").strip()
+                except (OSError, UnicodeDecodeError) as exc:
+                    raise ValueError(
+                        f"[secrets.{name}]: cannot read {entry['file']}: {exc}"
+                    ) from None
+            if not value:
+                raise ValueError(f"[secrets.{name}]: the value is empty")
+            placeholder = f"{PLACEHOLDER_PREFIX}{name}-{_random.token_hex(16)}"
+            out.append(Secret(name, value, hosts, placeholder))
+        return cls(tuple(out))
+
+    def env(self) -> dict[str, str]:
+        """``{NAME: placeholder}`` for the sandbox's environment."""
+        return {s.name: s.placeholder for s in self.secrets}
+
+    def substitute(self, data: bytes, host: str, port: int) -> bytes:
+        """``data`` (a request target or header value) with each placeholder replaced by
+        its value, for a request to ``host:port``.
+
+        Raises:
+            SecretRefused: a placeholder whose secret ``host:port`` may not receive.
+        """
+        if PLACEHOLDER_PREFIX.encode() not in data:
+            return data
+        for s in self.secrets:
+            mark = s.placeholder.encode()
+            if mark in data:
+                if not s.allowed(host, port):
+                    raise SecretRefused(
+                        f"the secret {s.name} may be sent only to "
+                        f"{', '.join(map(str, s.hosts))}, not to {host}:{port}"
+                    )
+                data = data.replace(mark, s.value.encode())
+        return data
+
+    def refuse_any(self, data: bytes, why: str) -> None:
+        """Raise :class:`SecretRefused` (``why``) when ``data`` holds a placeholder."""
+        for s in self.secrets:
+            if s.placeholder.encode() in data:
+                raise SecretRefused(f"the secret {s.name} {why}")
+
+    def masker(self) -> StreamMasker:
+        """A :class:`StreamMasker` of these values."""
+        return StreamMasker([s.value.encode() for s in self.secrets])
+
+    def pairs(self) -> list[tuple[str, str]]:
+        """``[(name, value), ...]`` for :func:`toolwire.host.redaction.register`."""
+        return [(s.name, s.value) for s in self.secrets]
+
+
+class StreamMasker:
+    """Masks values in a byte stream cut into arbitrary chunks: each occurrence becomes
+    ``*`` of the same length (so a ``Content-Length`` still holds). Keeps back up to the
+    longest value's length less one byte between chunks.
+
+    Args:
+        values: the byte strings to mask (non-empty).
+    """
+
+    def __init__(self, values: list[bytes]) -> None:
+        self._values = [v for v in values if v]
+        self._keep = max((len(v) for v in self._values), default=1) - 1
+        self._tail = b""
+
+    def feed(self, data: bytes) -> bytes:
+        """Masked bytes that are safe to pass on now."""
+        buf = self._tail + data
+        for v in self._values:
+            buf = buf.replace(v, b"*" * len(v))
+        if self._keep and len(buf) > self._keep:
+            out, self._tail = buf[: -self._keep], buf[-self._keep :]
+        elif self._keep:
+            out, self._tail = b"", buf
+        else:
+            out, self._tail = buf, b""
+        return out
+
+    def flush(self) -> bytes:
+        """What is kept back, at the stream's end."""
+        out, self._tail = self._tail, b""
+        return out
+
+
+# ------------------------------------------------------------------ the proxy's CA
+
+
+class MintingCA:
+    """A certificate authority made at start (an EC P-256 key kept in memory only, never
+    written to disk), and a leaf certificate per host name it is asked for (RFC 5280:
+    the CA is ``basicConstraints CA:TRUE, pathlen 0``; a leaf names its host in
+    ``subjectAltName`` and is for ``serverAuth``).
+
+    Args:
+        directory: where :attr:`cert_path` (the CA certificate, PEM, mode 0644) is
+            written; leaf keys pass through a private (0700) subdirectory only while
+            being loaded into their ``ssl.SSLContext``.
+    """
+
+    def __init__(self, directory: str) -> None:
+        from cryptography import x509
+        from cryptography.hazmat.primitives import hashes, serialization
+        from cryptography.hazmat.primitives.asymmetric import ec
+        from cryptography.x509.oid import NameOID
+
+        self._x509, self._hashes, self._ser, self._ec = x509, hashes, serialization, ec
+        self._key = ec.generate_private_key(ec.SECP256R1())
+        now = datetime.datetime.now(datetime.UTC)
+        name = x509.Name(
+            [x509.NameAttribute(NameOID.COMMON_NAME, "toolwire egress proxy CA (one host run)")]
+        )
+        self._name = name
+        self.cert = (
+            x509.CertificateBuilder()
+            .subject_name(name)
+            .issuer_name(name)
+            .public_key(self._key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(hours=1))
+            .not_valid_after(now + datetime.timedelta(days=30))
+            .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+            .add_extension(
+                x509.KeyUsage(
+                    digital_signature=False,
+                    content_commitment=False,
+                    key_encipherment=False,
+                    data_encipherment=False,
+                    key_agreement=False,
+                    key_cert_sign=True,
+                    crl_sign=True,
+                    encipher_only=False,
+                    decipher_only=False,
+                ),
+                critical=True,
+            )
+            .add_extension(
+                x509.SubjectKeyIdentifier.from_public_key(self._key.public_key()), critical=False
+            )
+            .sign(self._key, hashes.SHA256())
+        )
+        self.cert_path = os.path.join(directory, "ca.pem")
+        with open(self.cert_path, "wb") as f:
+            f.write(self.cert.public_bytes(serialization.Encoding.PEM))
+        os.chmod(self.cert_path, 0o644)
+        self._private = tempfile.mkdtemp(prefix="leaf-", dir=directory)
+        os.chmod(self._private, 0o700)
+        self._contexts: dict[str, ssl.SSLContext] = {}
+        self._lock = threading.Lock()
+
+    def server_context(self, host: str) -> ssl.SSLContext:
+        """A TLS server context presenting a leaf certificate for ``host`` (made once
+        per name; HTTP/1.1 offered by ALPN)."""
+        host = host.lower().removesuffix(".")
+        with self._lock:
+            if host in self._contexts:
+                return self._contexts[host]
+            x509, ser = self._x509, self._ser
+            key = self._ec.generate_private_key(self._ec.SECP256R1())
+            now = datetime.datetime.now(datetime.UTC)
+            try:
+                alt: Any = x509.IPAddress(ipaddress.ip_address(host))
+            except ValueError:
+                alt = x509.DNSName(host)
+            leaf = (
+                x509.CertificateBuilder()
+                .subject_name(x509.Name([x509.NameAttribute(x509.NameOID.COMMON_NAME, host)]))
+                .issuer_name(self._name)
+                .public_key(key.public_key())
+                .serial_number(x509.random_serial_number())
+                .not_valid_before(now - datetime.timedelta(hours=1))
+                .not_valid_after(now + datetime.timedelta(days=7))
+                .add_extension(x509.SubjectAlternativeName([alt]), critical=False)
+                .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+                .add_extension(
+                    x509.ExtendedKeyUsage([x509.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False
+                )
+                .sign(self._key, self._hashes.SHA256())
+            )
+            pem = leaf.public_bytes(ser.Encoding.PEM) + key.private_bytes(
+                ser.Encoding.PEM, ser.PrivateFormat.PKCS8, ser.NoEncryption()
+            )
+            fd, path = tempfile.mkstemp(dir=self._private)
+            try:
+                os.write(fd, pem)
+                os.close(fd)
+                ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+                ctx.load_cert_chain(path)
+            finally:
+                os.unlink(path)
+            ctx.set_alpn_protocols(["http/1.1"])
+            self._contexts[host] = ctx
+            return ctx
+
+
+def upstream_context(extra_ca: tuple[str, ...]) -> ssl.SSLContext:
+    """The proxy's TLS client context: the system's trust store plus ``extra_ca`` (PEM
+    files, ``[network] upstream_ca``), host names checked, HTTP/1.1 by ALPN.
+
+    Raises:
+        OSError, ssl.SSLError: a CA file cannot be read or parsed.
+    """
+    ctx = ssl.create_default_context()
+    for path in extra_ca:
+        ctx.load_verify_locations(cafile=path)
+    ctx.set_alpn_protocols(["http/1.1"])
+    return ctx
