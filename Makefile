@@ -80,6 +80,7 @@ bench: $(STAMP)
 	$(PY) bench/parallel.py
 	$(PY) bench/http_load.py
 	$(PY) bench/fleet.py
+	$(PY) bench/egress.py
 
 # The soak alone (make bench runs it after the timed benchmarks): bench/soak.py.
 soak: $(STAMP)

@@ -144,9 +144,7 @@ class _Https:
                 pass
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.socket = ca.server_context(name).wrap_socket(
-            self.httpd.socket, server_side=True
-        )
+        self.httpd.socket = ca.server_context(name).wrap_socket(self.httpd.socket, server_side=True)
         self.port = self.httpd.server_address[1]
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
         self.thread.start()
@@ -267,7 +265,15 @@ def test_nothing_the_sandbox_can_read_holds_a_real_value(box: _Box) -> None:
         " --exclude-dir=usr; echo grep-done"
     )
     lines = got.split()
-    assert lines == ["0", "env-done", "0", "proc-done", "egress-ca.pem", "egress.sock", "grep-done"], got
+    assert lines == [
+        "0",
+        "env-done",
+        "0",
+        "proc-done",
+        "egress-ca.pem",
+        "egress.sock",
+        "grep-done",
+    ], got
     ca = box.run("cat /run/toolwire/egress-ca.pem")
     assert "BEGIN CERTIFICATE" in ca and "PRIVATE KEY" not in ca, ca
 
@@ -464,6 +470,9 @@ def test_the_masker_finds_values_cut_across_chunks() -> None:
 def test_redaction_covers_nested_results() -> None:
     value = "redact-me-" + base64.b16encode(secrets.token_bytes(8)).decode()
     register([("NESTED", value)])
-    wire = {"content": [{"type": "text", "text": f"x {value} y"}], "structuredContent": {value: [value]}}
+    wire = {
+        "content": [{"type": "text", "text": f"x {value} y"}],
+        "structuredContent": {value: [value]},
+    }
     out = redact(wire)
     assert value not in repr(out) and "[secret NESTED redacted]" in out["content"][0]["text"]

@@ -1,0 +1,214 @@
+"""What the egress proxy costs an HTTPS request: latency per request and a large download's throughput.
+
+Three ways to the same local HTTPS server (127.0.0.1, a certificate from a CA made for
+the run), in one process and one run:
+
+* **direct**: a TLS connection straight to the server;
+* **tunnel**: through the proxy (:class:`toolwire.host.egress.EgressProxy`, its Unix
+  socket) with ``CONNECT``, no ``[secrets]``: the proxy splices the bytes;
+* **secrets**: through the proxy with a ``[secrets]`` entry for the server's name: the
+  proxy terminates TLS with its own leaf certificate, parses the request (h11),
+  substitutes the placeholder in ``Authorization``, opens its own verified TLS
+  connection upstream and masks the response.
+
+Each request opens a new connection (and TLS session) on every path, ``Connection:
+close``, as a proxied request does. Figures: the median and p90 of one small request
+(``GET /small``, 64 bytes) over ``--requests`` sequential requests, and the MB/s of one
+``--mib`` MiB download, the median of ``--rounds``; the paths take turns in each round.
+The sandbox's in-box relay (one more local copy over loopback) is not included.
+
+Usage: python bench/egress.py [--requests 200] [--mib 128] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import socket
+import ssl
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from cryptography import x509  # noqa: E402
+from cryptography.hazmat.primitives import hashes, serialization  # noqa: E402
+from cryptography.hazmat.primitives.asymmetric import ec  # noqa: E402
+from cryptography.x509.oid import NameOID  # noqa: E402
+from toolwire.host.egress import EgressProxy  # noqa: E402
+from toolwire.host.egresspolicy import NetworkPolicy  # noqa: E402
+from toolwire.host.egresssecrets import SecretSet  # noqa: E402
+
+NAME = "bench.test"
+TOKEN = "bench-real-token-0123456789abcdef"
+_BLOCK = b"x" * (1 << 20)
+
+
+def _pki(directory: str) -> tuple[str, str]:
+    """A CA (its PEM path) and a leaf for :data:`NAME` (cert+key PEM path)."""
+    now = datetime.datetime.now(datetime.UTC)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "bench CA")])
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(hours=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(ca_key, hashes.SHA256())
+    )
+    key = ec.generate_private_key(ec.SECP256R1())
+    leaf = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, NAME)]))
+        .issuer_name(ca_name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(hours=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(NAME)]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    ca_path, leaf_path = os.path.join(directory, "ca.pem"), os.path.join(directory, "leaf.pem")
+    Path(ca_path).write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    Path(leaf_path).write_bytes(
+        leaf.public_bytes(serialization.Encoding.PEM)
+        + key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return ca_path, leaf_path
+
+
+def _server(leaf: str, mib: int) -> ThreadingHTTPServer:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            size = 64 if self.path == "/small" else mib << 20
+            self.send_response(200)
+            self.send_header("Content-Length", str(size))
+            self.send_header("Connection", "close")
+            self.end_headers()
+            if size == 64:
+                self.wfile.write(b"s" * 64)
+                return
+            for _ in range(mib):
+                self.wfile.write(_BLOCK)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(leaf)
+    httpd.socket = ctx.wrap_socket(httpd.socket, server_side=True)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return httpd
+
+
+def _get(sock: socket.socket, ctx: ssl.SSLContext, port: int, path: str, auth: str) -> int:
+    """GET ``path`` over TLS on ``sock``; the number of bytes read until the server closed."""
+    with ctx.wrap_socket(sock, server_hostname=NAME) as tls:
+        tls.sendall(
+            f"GET {path} HTTP/1.1\r\nHost: {NAME}:{port}\r\nAuthorization: Bearer {auth}\r\n"
+            "Connection: close\r\n\r\n".encode()
+        )
+        n = 0
+        while chunk := tls.recv(1 << 18):
+            n += len(chunk)
+        return n
+
+
+def _tunnel(path: str, port: int) -> socket.socket:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(path)
+    sock.sendall(f"CONNECT {NAME}:{port} HTTP/1.1\r\nHost: {NAME}:{port}\r\n\r\n".encode())
+    head = b""
+    while b"\r\n\r\n" not in head:
+        data = sock.recv(1)
+        if not data:
+            raise RuntimeError("the proxy closed the tunnel")
+        head += data
+    if b" 200 " not in head.split(b"\r\n")[0]:
+        raise RuntimeError(head.decode(errors="replace"))
+    return sock
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--requests", type=int, default=200)
+    parser.add_argument("--mib", type=int, default=128)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    work = tempfile.mkdtemp(prefix="toolwire-bench-egress-")
+    ca_path, leaf = _pki(work)
+    httpd = _server(leaf, args.mib)
+    port = httpd.server_address[1]
+    table = {"allow": [f"{NAME}:{port}"], "resolve": {NAME: "127.0.0.1"}, "upstream_ca": [ca_path]}
+    plain = NetworkPolicy.from_table(table)
+    found = SecretSet.from_table({"TOKEN": {"env": "T", "hosts": [f"{NAME}:{port}"]}}, {"T": TOKEN})
+    masked = NetworkPolicy(plain.allow, plain.resolve, secrets=found, upstream_ca=(ca_path,))
+    proxy = EgressProxy()
+    tunnel_grant = proxy.grant(plain.for_scope())
+    secret_grant = proxy.grant(masked.for_scope())
+    direct_ctx = ssl.create_default_context(cafile=ca_path)
+    mitm_ctx = ssl.create_default_context(cafile=proxy.ca_file())
+    placeholder = found.env()["TOKEN"]
+
+    def conn(kind: str) -> tuple[socket.socket, ssl.SSLContext, str]:
+        if kind == "direct":
+            return socket.create_connection(("127.0.0.1", port)), direct_ctx, TOKEN
+        if kind == "tunnel":
+            return _tunnel(tunnel_grant.path, port), direct_ctx, TOKEN
+        return _tunnel(secret_grant.path, port), mitm_ctx, placeholder
+
+    kinds = ("direct", "tunnel", "secrets")
+    small: dict[str, list[float]] = {k: [] for k in kinds}
+    big: dict[str, list[float]] = {k: [] for k in kinds}
+    for _ in range(args.rounds):
+        for kind in kinds:
+            for _ in range(args.requests // args.rounds):
+                t0 = time.perf_counter()
+                sock, ctx, auth = conn(kind)
+                n = _get(sock, ctx, port, "/small", auth)
+                small[kind].append(time.perf_counter() - t0)
+                assert n > 64, n
+            t0 = time.perf_counter()
+            sock, ctx, auth = conn(kind)
+            n = _get(sock, ctx, port, "/big", auth)
+            big[kind].append((args.mib << 20) / (time.perf_counter() - t0) / 1e6)
+            assert n > args.mib << 20, n
+    proxy.close()
+    httpd.shutdown()
+    load = open("/proc/loadavg").read().split()[0] if os.path.exists("/proc/loadavg") else "?"
+    print(
+        f"egress proxy bench: {args.requests} small requests, {args.mib} MiB download, "
+        f"{args.rounds} rounds, load {load}"
+    )
+    print("| path | small GET p50 (ms) | p90 (ms) | added p50 (ms) | download (MB/s) |")
+    print("|---|---|---|---|---|")
+    base = statistics.median(small["direct"])
+    for kind in kinds:
+        xs = sorted(small[kind])
+        p50, p90 = statistics.median(xs), xs[int(len(xs) * 0.9)]
+        print(
+            f"| {kind} | {p50 * 1e3:.2f} | {p90 * 1e3:.2f} | {(p50 - base) * 1e3:+.2f} | "
+            f"{statistics.median(big[kind]):.0f} |"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
