@@ -28,22 +28,19 @@ import os
 import socket
 import ssl
 import statistics
-import sys
 import tempfile
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from cryptography import x509  # noqa: E402
-from cryptography.hazmat.primitives import hashes, serialization  # noqa: E402
-from cryptography.hazmat.primitives.asymmetric import ec  # noqa: E402
-from cryptography.x509.oid import NameOID  # noqa: E402
-from toolwire.host.egress import EgressProxy  # noqa: E402
-from toolwire.host.egresspolicy import NetworkPolicy  # noqa: E402
-from toolwire.host.egresssecrets import SecretSet  # noqa: E402
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+from toolwire.host.egress import EgressProxy
+from toolwire.host.egresspolicy import NetworkPolicy
+from toolwire.host.egresssecrets import SecretSet
 
 NAME = "bench.test"
 TOKEN = "bench-real-token-0123456789abcdef"
@@ -192,10 +189,10 @@ def main() -> int:
             assert n > args.mib << 20, n
     proxy.close()
     httpd.shutdown()
-    load = open("/proc/loadavg").read().split()[0] if os.path.exists("/proc/loadavg") else "?"
+    load = os.getloadavg()[0]
     print(
         f"egress proxy bench: {args.requests} small requests, {args.mib} MiB download, "
-        f"{args.rounds} rounds, load {load}"
+        f"{args.rounds} rounds, load {load:.1f}"
     )
     print("| path | small GET p50 (ms) | p90 (ms) | added p50 (ms) | download (MB/s) |")
     print("|---|---|---|---|---|")

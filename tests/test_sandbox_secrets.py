@@ -442,7 +442,7 @@ def test_values_are_read_and_placeholders_differ_per_run(tmp_path: Path) -> None
         SecretSet.from_table({"T": {"file": str(tmp_path / "nope"), "hosts": ["a.test"]}})
     mark = one.env()["T"].encode()
     assert one.substitute(b"Bearer " + mark, "A.test.", 443) == b"Bearer x"
-    with pytest.raises(SecretRefused, match="only to a.test"):
+    with pytest.raises(SecretRefused, match=r"only to a\.test"):
         one.substitute(mark, "b.test", 443)
     with pytest.raises(SecretRefused):
         one.substitute(mark, "a.test", 8443)
