@@ -1,7 +1,7 @@
 """What the egress proxy costs an HTTPS request: latency per request and a large download's throughput.
 
 Three ways to the same local HTTPS server (127.0.0.1, a certificate from a CA made for
-the run), in one process and one run:
+the run), in one run; server, proxy and client each run in a process of their own:
 
 * **direct**: a TLS connection straight to the server;
 * **tunnel**: through the proxy (:class:`toolwire.host.egress.EgressProxy`, its Unix
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import multiprocessing
 import os
 import socket
 import ssl
@@ -32,6 +33,7 @@ import tempfile
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from multiprocessing.connection import Connection
 from pathlib import Path
 
 from cryptography import x509
@@ -88,7 +90,9 @@ def _pki(directory: str) -> tuple[str, str]:
     return ca_path, leaf_path
 
 
-def _server(leaf: str, mib: int) -> ThreadingHTTPServer:
+def _server(leaf: str, mib: int, conn: Connection) -> None:
+    """Serve in this (child) process; send the port on ``conn``; run until killed."""
+
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
@@ -111,8 +115,23 @@ def _server(leaf: str, mib: int) -> ThreadingHTTPServer:
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(leaf)
     httpd.socket = ctx.wrap_socket(httpd.socket, server_side=True)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    return httpd
+    conn.send(httpd.server_address[1])
+    httpd.serve_forever()
+
+
+def _proxy(port: int, ca_path: str, conn: Connection) -> None:
+    """Run the egress proxy in this (child) process, as the host does in its own: two
+    grants (without and with a secret); send their socket paths, its CA file and the
+    placeholder on ``conn``; run until killed."""
+    table = {"allow": [f"{NAME}:{port}"], "resolve": {NAME: "127.0.0.1"}, "upstream_ca": [ca_path]}
+    plain = NetworkPolicy.from_table(table)
+    found = SecretSet.from_table({"TOKEN": {"env": "T", "hosts": [f"{NAME}:{port}"]}}, {"T": TOKEN})
+    masked = NetworkPolicy(plain.allow, plain.resolve, secrets=found, upstream_ca=(ca_path,))
+    proxy = EgressProxy()
+    tunnel_grant = proxy.grant(plain.for_scope())
+    secret_grant = proxy.grant(masked.for_scope())
+    conn.send((tunnel_grant.path, secret_grant.path, proxy.ca_file(), found.env()["TOKEN"]))
+    threading.Event().wait()
 
 
 def _get(sock: socket.socket, ctx: ssl.SSLContext, port: int, path: str, auth: str) -> int:
@@ -151,25 +170,25 @@ def main() -> int:
     args = parser.parse_args()
     work = tempfile.mkdtemp(prefix="toolwire-bench-egress-")
     ca_path, leaf = _pki(work)
-    httpd = _server(leaf, args.mib)
-    port = httpd.server_address[1]
-    table = {"allow": [f"{NAME}:{port}"], "resolve": {NAME: "127.0.0.1"}, "upstream_ca": [ca_path]}
-    plain = NetworkPolicy.from_table(table)
-    found = SecretSet.from_table({"TOKEN": {"env": "T", "hosts": [f"{NAME}:{port}"]}}, {"T": TOKEN})
-    masked = NetworkPolicy(plain.allow, plain.resolve, secrets=found, upstream_ca=(ca_path,))
-    proxy = EgressProxy()
-    tunnel_grant = proxy.grant(plain.for_scope())
-    secret_grant = proxy.grant(masked.for_scope())
+    # Server, proxy and client each in a process of their own (no shared GIL), as
+    # upstream, host and sandbox are.
+    fork = multiprocessing.get_context("fork")
+    here, there = fork.Pipe()
+    server = fork.Process(target=_server, args=(leaf, args.mib, there), daemon=True)
+    server.start()
+    port = here.recv()
+    proxy = fork.Process(target=_proxy, args=(port, ca_path, there), daemon=True)
+    proxy.start()
+    tunnel_path, secret_path, mitm_ca, placeholder = here.recv()
     direct_ctx = ssl.create_default_context(cafile=ca_path)
-    mitm_ctx = ssl.create_default_context(cafile=proxy.ca_file())
-    placeholder = found.env()["TOKEN"]
+    mitm_ctx = ssl.create_default_context(cafile=mitm_ca)
 
     def conn(kind: str) -> tuple[socket.socket, ssl.SSLContext, str]:
         if kind == "direct":
             return socket.create_connection(("127.0.0.1", port)), direct_ctx, TOKEN
         if kind == "tunnel":
-            return _tunnel(tunnel_grant.path, port), direct_ctx, TOKEN
-        return _tunnel(secret_grant.path, port), mitm_ctx, placeholder
+            return _tunnel(tunnel_path, port), direct_ctx, TOKEN
+        return _tunnel(secret_path, port), mitm_ctx, placeholder
 
     kinds = ("direct", "tunnel", "secrets")
     small: dict[str, list[float]] = {k: [] for k in kinds}
@@ -187,8 +206,9 @@ def main() -> int:
             n = _get(sock, ctx, port, "/big", auth)
             big[kind].append((args.mib << 20) / (time.perf_counter() - t0) / 1e6)
             assert n > args.mib << 20, n
-    proxy.close()
-    httpd.shutdown()
+    for child in (proxy, server):
+        child.kill()
+        child.join()
     load = os.getloadavg()[0]
     print(
         f"egress proxy bench: {args.requests} small requests, {args.mib} MiB download, "
