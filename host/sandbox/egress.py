@@ -381,7 +381,7 @@ class EgressProxy:
     ) -> None:
         method = request.method.decode("ascii", "replace")
         target = request.target.decode("ascii", "replace")
-        secrets = grant.policy.secrets
+        secrets: SecretSet | None = grant.policy.secrets
         if method == "CONNECT":
             host, port = _authority(target, None)
             up_reader, up_writer = await self._open(grant.policy, host, port)

@@ -37,10 +37,7 @@ import ipaddress
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from .egresssecrets import SecretSet
+from typing import Any
 
 __all__ = [
     "DEFAULT_PORTS",
@@ -194,7 +191,7 @@ class ScopePolicy:
     rules: tuple[Rule, ...]
     resolve: Mapping[str, str]
     scope: str = "host"
-    secrets: SecretSet | None = None
+    secrets: Any = None  # a toolwire.host.egresssecrets.SecretSet (which imports this module)
     upstream_ca: tuple[str, ...] = ()
 
     def check(self, host: str, port: int) -> str | None:
@@ -243,7 +240,7 @@ class NetworkPolicy:
     resolve: Mapping[str, str] = field(default_factory=dict)
     tools: Mapping[str, tuple[Rule, ...]] = field(default_factory=dict)
     modules: Mapping[str, tuple[Rule, ...]] = field(default_factory=dict)
-    secrets: SecretSet | None = None
+    secrets: Any = None  # a toolwire.host.egresssecrets.SecretSet (which imports this module)
     upstream_ca: tuple[str, ...] = ()
 
     @classmethod
