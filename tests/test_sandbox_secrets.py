@@ -476,3 +476,28 @@ def test_redaction_covers_nested_results() -> None:
     }
     out = redact(wire)
     assert value not in repr(out) and "[secret NESTED redacted]" in out["content"][0]["text"]
+
+
+def test_results_and_progress_of_a_tool_are_redacted(tmp_path: Path) -> None:
+    from tests.hostproc import TOOLS_DIR
+
+    cfg = tmp_path / "toolwire.toml"
+    cfg.write_text(
+        '[network]\nallow = ["api.test"]\n'
+        '[secrets.API_TOKEN]\nenv = "TOOLWIRE_TEST_REAL_TOKEN"\nhosts = ["api.test"]\n'
+    )
+    args = ["--root", str(tmp_path), "--isolation", "none", "--no-entry-points"]
+    args += ["--config", str(cfg), "--tools", str(TOOLS_DIR / "secret_tools.py")]
+    with HostProcess(args, env={"TOOLWIRE_TEST_REAL_TOKEN": REAL}) as h:
+        h.initialize()
+        h.drain()
+        params = {
+            "name": "repeat_env",
+            "arguments": {"name": "TOOLWIRE_TEST_REAL_TOKEN"},
+            "_meta": {"progressToken": "p1"},
+        }
+        resp = h.request("tools/call", params, timeout=60)
+        sent = repr(resp) + repr(h.drain())
+    assert REAL not in sent, sent
+    assert "progress [secret API_TOKEN redacted]" in sent, sent
+    assert '{"value":"[secret API_TOKEN redacted]"}' in sent, sent
