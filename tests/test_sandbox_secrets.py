@@ -393,6 +393,8 @@ def test_exfiltration_attempts_all_fail(box: _Box) -> None:
     box.assert_no_leak()
     assert any("may be sent only to api.test" in m for m in logs), logs
     assert any("does not name the tunnel's target" in m for m in logs), logs
+    assert any("only HTTP CONNECT tunnels are accepted" in m for m in logs), logs
+    assert b"/socks" not in box.evil.received()
 
 
 def test_refusals_are_answered_and_logged(box: _Box) -> None:

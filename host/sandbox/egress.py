@@ -320,6 +320,14 @@ class EgressProxy:
             self._report(grant, line, "only SOCKS5 CONNECT is supported")
             writer.write(b"\x05\x07\x00\x01" + bytes(6))  # command not supported
             return
+        if grant.policy.secrets is not None:
+            # A SOCKS tunnel cannot be inspected: placeholders would pass unchecked.
+            self._report(
+                grant, line, "with [secrets] configured, only HTTP CONNECT tunnels are accepted"
+            )
+            writer.write(b"\x05\x02\x00\x01" + bytes(6))  # not allowed by ruleset
+            await writer.drain()
+            return
         try:
             up_reader, up_writer = await self._open(grant.policy, host, port)
         except _Refused as refused:
