@@ -72,28 +72,28 @@ SECRETS_TESTS = "tests/test_sandbox_secrets.py"
 MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "secrets: a placeholder is substituted for any host",
-        "host/egresssecrets.py",
+        "host/sandbox/egresssecrets.py",
         "if not s.allowed(host, port):",
         "if False:",
         (f"{SECRETS_TESTS}::test_refusals_are_answered_and_logged",),
     ),
     Mutant(
         "secrets: a tunnel's Host header may name another host",
-        "host/egress.py",
+        "host/sandbox/egress.py",
         'if any(v.decode("ascii", "replace").lower() not in names for v in given):',
         "if False:",
         (f"{SECRETS_TESTS}::test_exfiltration_attempts_all_fail",),
     ),
     Mutant(
         "secrets: an upstream's echo of a real value is not masked",
-        "host/egresssecrets.py",
+        "host/sandbox/egresssecrets.py",
         'buf = buf.replace(v, b"*" * len(v))',
         "buf = buf.replace(v, v)",
         (f"{SECRETS_TESTS}::test_a_response_echoing_the_value_is_masked",),
     ),
     Mutant(
         "secrets: a tool's result is not redacted",
-        "host/executor.py",
+        "host/calls/executor.py",
         "here).\n        return redact(await self._invoke(tool, kwargs, ctx))",
         "here).\n        return await self._invoke(tool, kwargs, ctx)",
         (f"{SECRETS_TESTS}::test_results_and_progress_of_a_tool_are_redacted",),

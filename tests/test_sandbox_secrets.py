@@ -34,8 +34,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from toolwire.host.config import ConfigError, load_config_file
-from toolwire.host.egresssecrets import SecretRefused, SecretSet, StreamMasker
-from toolwire.host.redaction import redact, register
+from toolwire.host.sandbox.egresssecrets import SecretRefused, SecretSet, StreamMasker
+from toolwire.host.tools.redaction import redact, register
 
 from tests.e2e_helpers import text_of
 from tests.hostproc import HostProcess

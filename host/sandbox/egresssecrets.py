@@ -36,8 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .egresspolicy import Rule, parse_rule
 from ..tools.redaction import redact, redact_text, register
+from .egresspolicy import Rule, parse_rule
 
 __all__ = [
     "NAME_PATTERN",
