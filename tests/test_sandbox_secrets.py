@@ -33,8 +33,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
-from toolwire.host.config import ConfigError, load_config_file
 from toolwire.host.sandbox.egresssecrets import SecretRefused, SecretSet, StreamMasker
+from toolwire.host.serve.config import ConfigError, load_config_file
 from toolwire.host.tools.redaction import redact, register
 
 from tests.e2e_helpers import text_of
@@ -454,8 +454,8 @@ def test_values_are_read_and_placeholders_differ_per_run(tmp_path: Path) -> None
 
 
 def test_secrets_need_a_network_table(tmp_path: Path) -> None:
-    from toolwire.host.options import _with_network
     from toolwire.host.sandbox import SandboxSettings
+    from toolwire.host.serve.options import _with_network
 
     with pytest.raises(ValueError, match=r"\[network\] table"):
         _with_network(SandboxSettings(), None, {"T": {"env": "V", "hosts": ["a.test"]}})
