@@ -8,7 +8,7 @@ which class (or which ``wire_host``) it uses, and nothing else. What runs is wha
 (:func:`toolwire.host.serve.options.build_parser`, :func:`~toolwire.host.serve.options.config_from_args`),
 the same registry, built-ins, worker processes (on unless the arguments say
 ``--isolation none``), sandbox and server, served by the host's public
-:func:`toolwire.host.serve_connection` on anyio byte streams backed by memory object
+:func:`toolwire.host.serve.connection.serve_connection` on anyio byte streams backed by memory object
 streams, in an event loop of its own (a blocking portal's thread). The client side is
 still an independent peer: it frames and parses bytes itself (``ndjson`` or ``lsp``),
 sharing nothing with toolwire's framing or session code.
@@ -415,7 +415,7 @@ def wire_host(
 @asynccontextmanager
 async def connected_client(args: Sequence[str], **options: Any) -> AsyncIterator[Client]:
     """toolwire's :class:`~toolwire.client.Client` connected to the real host served in
-    this event loop (:func:`toolwire.host.serve_connection` on memory byte streams), as
+    this event loop (:func:`toolwire.host.serve.connection.serve_connection` on memory byte streams), as
     ``Client.spawn`` of ``toolwire serve ARGS`` would be; ``options`` go to
     ``Client.connect``. For tests of the client (and the agent) whose subject is not the
     process: those of spawning, stderr and ending a host keep ``Client.spawn``.

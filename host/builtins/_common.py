@@ -90,9 +90,9 @@ def open_regular(path: Path, shown: str, within: Path | None = None) -> int:
     """Open ``path`` read-only, refusing anything but a regular file, without blocking.
 
     With ``within`` (the root), ``path`` must be a real path inside it as
-    :func:`toolwire.host.paths.resolve_path` returns it: its directory is opened
+    :func:`toolwire.host.sandbox.paths.resolve_path` returns it: its directory is opened
     relative to a descriptor of the root without following any symlink
-    (:func:`toolwire.host.paths.open_directory`), and the file relative to that.
+    (:func:`toolwire.host.sandbox.paths.open_directory`), and the file relative to that.
     The file is opened with ``O_NONBLOCK`` (opening a FIFO never waits for a writer)
     and ``O_NOFOLLOW``, after an ``lstat`` and checked again with ``fstat`` on the open
     descriptor, so a file swapped for a FIFO or a symlink between a check and the
@@ -260,13 +260,13 @@ def atomic_write(
     """Replace ``path``'s content with ``data`` atomically; returns True when created.
 
     Missing parent directories are created. With ``within`` (the root), ``path`` must
-    be a real path inside it as :func:`toolwire.host.paths.resolve_path` returns it:
+    be a real path inside it as :func:`toolwire.host.sandbox.paths.resolve_path` returns it:
     the directory is opened, and missing ones created, one component at a time
     relative to a descriptor of the root, never following a symlink
-    (:func:`toolwire.host.paths.open_directory`); a name that became a symlink after
+    (:func:`toolwire.host.sandbox.paths.open_directory`); a name that became a symlink after
     the check is refused and nothing is created through it. The opened directory
     must not be part of the host's own installation
-    (:func:`toolwire.host.paths.check_not_installation`, checked on the kernel's path
+    (:func:`toolwire.host.sandbox.paths.check_not_installation`, checked on the kernel's path
     of the open directory). Everything after works relative to that open directory:
     the bytes go to a new temporary file there (``O_EXCL | O_NOFOLLOW``), which is
     fsynced, given the existing file's mode (and owner, when permitted) or the umask's

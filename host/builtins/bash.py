@@ -78,13 +78,13 @@ class OutputCollector:
 
     Raw bytes are decoded incrementally as UTF-8 (a character split across chunks is
     kept whole; invalid bytes become U+FFFD) and cleaned as a terminal would show them
-    (:class:`~toolwire.host.termtext.TerminalText`: escape sequences removed, ``\\r``
+    (:class:`~toolwire.host.builtins.termtext.TerminalText`: escape sequences removed, ``\\r``
     redraws reduced to the last state, other control characters replaced). The text's
     line and byte totals always cover the whole output; the last
     :data:`_ROLLING_CHARS` characters of it are kept for the answer.
 
     The raw bytes are kept in memory up to :data:`MAX_BYTES`; past that they go to a
-    full-output file (:mod:`toolwire.host.outputs`: mode 0600, in the host's private
+    full-output file (:mod:`toolwire.host.sandbox.outputs`: mode 0600, in the host's private
     directory, removed when the host exits). The file stops growing at
     ``max_saved_bytes`` (default :data:`MAX_SAVED_BYTES`) or when the host's files
     together reach their cap; :attr:`saved_all` then turns False. A file whose output

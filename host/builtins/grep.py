@@ -51,10 +51,10 @@ _BINARY = re.compile(r"^(?P<path>.*): binary file matches \(")
 @contextlib.contextmanager
 def rg_start_dir(env: ExecEnv, within: Path, directory: Path, shown: str) -> Iterator[str]:
     """The working directory to start ripgrep in, for searching ``directory`` (a real
-    path inside ``within``, as :func:`toolwire.host.paths.resolve_path` returns it).
+    path inside ``within``, as :func:`toolwire.host.sandbox.paths.resolve_path` returns it).
 
     Unsandboxed, the directory is opened beneath ``within`` following no symlink
-    (:func:`toolwire.host.paths.open_directory`) and the process starts in that very
+    (:func:`toolwire.host.sandbox.paths.open_directory`) and the process starts in that very
     directory through ``/proc/self/fd/<n>`` (the child changes into it before it runs
     ripgrep, while the descriptor is open): a directory swapped for a symlink to
     elsewhere after the check is refused, never entered by name. In the sandbox only
@@ -136,7 +136,7 @@ async def run_rg(
 class _GrepOutput:
     """Turns ripgrep's ``path NUL number [:-] text`` lines into the answer's lines.
 
-    Holds at most :data:`~toolwire.host.truncate.MAX_BYTES` of answer text; lines
+    Holds at most :data:`~toolwire.host.builtins.truncate.MAX_BYTES` of answer text; lines
     past that are only counted. ``feed`` returns True once the search can stop.
     """
 

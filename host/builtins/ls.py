@@ -33,9 +33,9 @@ def list_directory(path: str, shown: str, within: Path | None = None) -> list[st
     with ``lstat``: a link is never followed, so a link to a host path outside the
     root tells nothing about that path (whether it exists, or is a directory).
     Entries that cannot be examined are left out. With ``within`` (the root), ``path`` is a real
-    path inside it (as :func:`toolwire.host.paths.resolve_path` gives it), opened
+    path inside it (as :func:`toolwire.host.sandbox.paths.resolve_path` gives it), opened
     relative to a descriptor of the root without following any symlink
-    (:func:`toolwire.host.paths.open_directory`).
+    (:func:`toolwire.host.sandbox.paths.open_directory`).
 
     Raises:
         ToolError: missing, not a directory, unreadable, or outside ``within``.

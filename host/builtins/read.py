@@ -2,8 +2,8 @@
 description of a binary file.
 
 Text is streamed: the file is decoded chunk by chunk in a worker thread and only
-the lines the answer shows are kept (at most :data:`~toolwire.host.truncate.MAX_LINES`
-lines and :data:`~toolwire.host.truncate.MAX_BYTES` bytes); the other lines are only
+the lines the answer shows are kept (at most :data:`~toolwire.host.builtins.truncate.MAX_LINES`
+lines and :data:`~toolwire.host.builtins.truncate.MAX_BYTES` bytes); the other lines are only
 counted, so the "more lines" notes stay exact while memory stays bounded by the
 answer. Images are measured from their header before any pixel is decoded.
 """
@@ -460,7 +460,7 @@ class _Lines:
     lines ``[start, end)`` and counts everything else.
 
     Line numbers are 0-based here; a line is the text up to and including a
-    ``"\\n"`` (see :mod:`toolwire.host.truncate`).
+    ``"\\n"`` (see :mod:`toolwire.host.builtins.truncate`).
     """
 
     start: int

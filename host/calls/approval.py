@@ -227,7 +227,7 @@ async def approve_call(
     Order: ``toolwire/approve`` when the client declared it, else a standard elicitation
     form when it declared ``elicitation``, else a denial saying the client can do
     neither. In 2026-07-28 (a call served under an input round) the question becomes an
-    input request: this raises :class:`~toolwire.host.rounds.InputNeeded` until the retry
+    input request: this raises :class:`~toolwire.host.tools.rounds.InputNeeded` until the retry
     brings the answer (accepted only for a question this host asked, proven by the
     signed ``requestState``).
     """

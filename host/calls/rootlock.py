@@ -182,7 +182,7 @@ def _relative(key: str, root: Path) -> str:
 @contextlib.asynccontextmanager
 async def hold_root_locks(root: Path, keys: Iterable[str]) -> AsyncIterator[None]:
     """Hold the cross-process write lock of every real path in ``keys`` (inside ``root``,
-    as :func:`toolwire.host.mutation.mutation_keys` gives them) for the body.
+    as :func:`toolwire.host.calls.mutation.mutation_keys` gives them) for the body.
 
     Waits, in a thread, while another host (or another call of this one whose path shares
     a byte) holds one of them; cancellable while waiting. Released when the body ends,

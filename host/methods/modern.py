@@ -104,7 +104,7 @@ class _Listener:
 
 
 class ModernServer:
-    """The 2026-07-28 side of a :class:`~toolwire.host.server.HostServer`.
+    """The 2026-07-28 side of a :class:`~toolwire.host.methods.server.HostServer`.
 
     The host's router asks :meth:`claims` of every request it reads; one claimed is
     answered by :attr:`deferred` (its era's handler, from a task), the others by the

@@ -480,7 +480,7 @@ class HostServer:
         self, call: IncomingCall, tool: Tool, arguments: dict[str, Any]
     ) -> ApprovalDecision | HostDenial:
         """Ask the client (``toolwire/approve``, else an elicitation form, in either
-        era); see :func:`toolwire.host.approval.approve_call`."""
+        era); see :func:`toolwire.host.calls.approval.approve_call`."""
         return await approve_call(self, call, tool, arguments)
 
 

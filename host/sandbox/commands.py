@@ -13,7 +13,7 @@ What it guarantees (Linux):
   everything the command started is killed: its process group, and every process
   carrying the call's marker in its environment (``TOOLWIRE_CALL_ID=<random token>``),
   which finds processes that left the group with ``setsid`` or double-forked. The
-  host is a child subreaper (see :mod:`toolwire.host.procs`), so such orphans become
+  host is a child subreaper (see :mod:`toolwire.host.sandbox.procs`), so such orphans become
   its children; the runner reaps exactly those pids (never ``waitpid(-1)``, which
   belongs to asyncio's child watcher).
 
@@ -21,9 +21,9 @@ A process that both left the group and scrubbed its environment escapes the
 marker; when the command runs in the sandbox (:mod:`toolwire.host.sandbox`) it
 cannot leave the sandbox's PID namespace, which ends with the command: everything
 in it is killed by the kernel. Unsandboxed, the command runs under a supervisor
-(:func:`toolwire.host.procs.supervised`), a child subreaper between the host and the
+(:func:`toolwire.host.sandbox.procs.supervised`), a child subreaper between the host and the
 command that kills everything below it when the command exits or the host dies (even
-by ``SIGKILL``); the host's exit handler (:func:`toolwire.host.procs.kill_descendants`)
+by ``SIGKILL``); the host's exit handler (:func:`toolwire.host.sandbox.procs.kill_descendants`)
 ends what is left on an orderly exit.
 
 At most ``[sandbox] max_commands`` commands run at once per sandbox (that is, per
@@ -106,7 +106,7 @@ class RunResult:
             what it wrote later is not part of the output.
         duration: seconds from start to return.
         pid: the process id the runner started (bubblewrap in the sandbox, the
-            supervisor of :func:`toolwire.host.procs.supervised` outside it).
+            supervisor of :func:`toolwire.host.sandbox.procs.supervised` outside it).
         memory_exceeded: the memory limit in bytes (``[sandbox.limits] memory``) when the
             kernel killed a process of the command because the command reached it;
             None otherwise (see :func:`toolwire.host.sandbox.memory_exceeded_message`).

@@ -191,7 +191,9 @@ class ScopePolicy:
     rules: tuple[Rule, ...]
     resolve: Mapping[str, str]
     scope: str = "host"
-    secrets: Any = None  # a toolwire.host.egresssecrets.SecretSet (which imports this module)
+    secrets: Any = (
+        None  # a toolwire.host.sandbox.egresssecrets.SecretSet (which imports this module)
+    )
     upstream_ca: tuple[str, ...] = ()
 
     def check(self, host: str, port: int) -> str | None:
@@ -232,7 +234,7 @@ class NetworkPolicy:
         resolve: pinned names → addresses.
         tools: tool name → its extra rules.
         modules: tool module name → its extra rules.
-        secrets: the ``[secrets]`` tables (:mod:`toolwire.host.egresssecrets`), or None.
+        secrets: the ``[secrets]`` tables (:mod:`toolwire.host.sandbox.egresssecrets`), or None.
         upstream_ca: ``upstream_ca``: extra CA certificate files for upstream TLS.
     """
 
@@ -240,7 +242,9 @@ class NetworkPolicy:
     resolve: Mapping[str, str] = field(default_factory=dict)
     tools: Mapping[str, tuple[Rule, ...]] = field(default_factory=dict)
     modules: Mapping[str, tuple[Rule, ...]] = field(default_factory=dict)
-    secrets: Any = None  # a toolwire.host.egresssecrets.SecretSet (which imports this module)
+    secrets: Any = (
+        None  # a toolwire.host.sandbox.egresssecrets.SecretSet (which imports this module)
+    )
     upstream_ca: tuple[str, ...] = ()
 
     @classmethod

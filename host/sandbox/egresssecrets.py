@@ -4,12 +4,12 @@ Configured in ``toolwire.toml`` (with a ``[network]`` table: the proxy does the 
 
     [secrets.GITHUB_TOKEN]
     env = "GITHUB_TOKEN"            # or: file = "/run/keys/github" (its text, stripped)
-    hosts = ["api.github.com"]      # allow-list rules (toolwire.host.egresspolicy)
+    hosts = ["api.github.com"]      # allow-list rules (toolwire.host.sandbox.egresspolicy)
 
 Inside a sandbox the environment variable ``GITHUB_TOKEN`` holds a placeholder,
 ``toolwire-secret-GITHUB_TOKEN-<32 hex digits>``: recognisable, and new for every host
 run (:func:`secrets.token_hex`), so it cannot be guessed from outside the run nor reused
-after it. The egress proxy (:mod:`toolwire.host.egress`) replaces a placeholder by the
+after it. The egress proxy (:mod:`toolwire.host.sandbox.egress`) replaces a placeholder by the
 real value in the request target and header values of a request to a host the secret's
 ``hosts`` allow, over HTTPS only: with secrets configured the proxy terminates the TLS
 of every ``CONNECT`` tunnel (:class:`MintingCA`) so that it sees each request. A
@@ -103,7 +103,7 @@ class SecretSet:
         cls, table: Mapping[str, Mapping[str, Any]], environ: Mapping[str, str] | None = None
     ) -> SecretSet:
         """Read the values: ``{NAME: {"env": VAR | "file": PATH, "hosts": [...]}}``
-        (shape-checked by :func:`toolwire.host.config.config_schema`).
+        (shape-checked by :func:`toolwire.host.serve.config.config_schema`).
 
         Raises:
             ValueError: a bad name, no hosts, a variable that is not set, a file that
@@ -171,7 +171,7 @@ class SecretSet:
         return StreamMasker([s.value.encode() for s in self.secrets])
 
     def pairs(self) -> list[tuple[str, str]]:
-        """``[(name, value), ...]`` for :func:`toolwire.host.redaction.register`."""
+        """``[(name, value), ...]`` for :func:`toolwire.host.tools.redaction.register`."""
         return [(s.name, s.value) for s in self.secrets]
 
 

@@ -68,7 +68,7 @@ _UNICODE_SPACES = re.compile("[\u00a0\u2000-\u200a\u202f\u205f\u3000]")
 
 class PathEnv(Protocol):
     """What the path rules need of an environment (an
-    :class:`~toolwire.host.context.ExecEnv`): its root and its working directory."""
+    :class:`~toolwire.host.sandbox.env.ExecEnv`): its root and its working directory."""
 
     @property
     def root(self) -> Path: ...
@@ -548,7 +548,7 @@ def host_installation() -> tuple[str, ...]:
 def check_not_installation(root: Path, real: str | os.PathLike[str], shown: str) -> None:
     """Refuse ``real`` (a real path) when it lies in the host's own installation
     (:func:`host_installation`) or is one of the host inputs of a host serving in this
-    process (:func:`toolwire.host.inputs.check_not_host_input`).
+    process (:func:`toolwire.host.sandbox.inputs.check_not_host_input`).
 
     A place that contains the root itself (the root is a project inside the Python
     prefix, say) does not make the whole root read-only: only its places that do not
@@ -629,7 +629,7 @@ def resolve_read_path(env: PathEnv, path: str) -> Path:
 def resolve_output_file(path: str) -> Path | None:
     """The one allowance outside the root, for tools that only read (read, grep): when
     ``path`` is the absolute path of a full-output file of this host (the path a
-    truncated bash answer names; see :mod:`toolwire.host.outputs`), its real path;
+    truncated bash answer names; see :mod:`toolwire.host.sandbox.outputs`), its real path;
     otherwise None, and the usual rule applies. Open the file beneath its directory
     (``path.parent``), never beneath the root. Tools that write never call this."""
     from .outputs import output_file

@@ -768,7 +768,7 @@ class ArgumentSchema:
     def check_schema(self) -> None:
         """Check the schema against its metaschema.
 
-        A schema :func:`~toolwire.host.metacheck.meta_verdict` finds conforming costs one
+        A schema :func:`~toolwire.host.schema.metacheck.meta_verdict` finds conforming costs one
         walk; any other is checked by jsonschema (for the verdict and its message).
 
         Raises:

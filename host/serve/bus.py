@@ -3,7 +3,7 @@
 A ``subscriptions/listen`` stream (MCP 2026-07-28, protocol.md §11.9) lives on the one
 replica that received it, while the changes it is about can happen on any replica: a
 tool module reloaded there (``--reload``) or a module registering tools at run time —
-whatever changes that replica's :class:`~toolwire.host.registry.Registry`. Each
+whatever changes that replica's :class:`~toolwire.host.tools.registry.Registry`. Each
 replica publishes its own changes on the bus and delivers what it hears to its
 listeners as ``notifications/tools/list_changed`` (mcp-http.md §2.8: a listen stream
 on one replica needs a shared bus to hear another's changes).
@@ -120,7 +120,7 @@ class RedisBus(ChangeBus):
         url: ``redis://HOST:PORT/DB``.
 
     Raises:
-        ValueError: a URL of another shape (:func:`~toolwire.host.fleet.parse_bus_url`).
+        ValueError: a URL of another shape (:func:`~toolwire.host.serve.fleet.parse_bus_url`).
     """
 
     def __init__(self, url: str) -> None:

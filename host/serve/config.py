@@ -9,14 +9,14 @@ its own, so files a tool writes cannot reconfigure the next host). Tables:
 * ``[sandbox]``: see :class:`toolwire.host.sandbox.SandboxSettings`;
 * ``[approval]``: ``policy`` (a list of tool names, ``"destructive"`` or ``"all"``) and
   ``timeout`` (seconds);
-* ``[http]``: serve Streamable HTTP (:mod:`toolwire.host.httpconfig`);
+* ``[http]``: serve Streamable HTTP (:mod:`toolwire.host.serve.httpconfig`);
 * ``[workers]``: ``start`` (``"spawn"``, the default, or ``"fork"``: ``--worker-start``);
 * ``[network]``: the egress policy of sandboxed processes (``allow``, ``resolve``,
-  ``tools.NAME.allow``, ``modules.NAME.allow``: :mod:`toolwire.host.egresspolicy`);
+  ``tools.NAME.allow``, ``modules.NAME.allow``: :mod:`toolwire.host.sandbox.egresspolicy`);
 * ``[secrets.NAME]``: ``env`` or ``file``, and ``hosts``: credentials the egress proxy
-  substitutes for placeholders (:mod:`toolwire.host.egresssecrets`);
+  substitutes for placeholders (:mod:`toolwire.host.sandbox.egresssecrets`);
 * ``[fleet]``: ``state_keys``, ``audience``, ``bus`` — ``--state-keys``, ``--audience``,
-  ``--bus`` (:mod:`toolwire.host.fleet`).
+  ``--bus`` (:mod:`toolwire.host.serve.fleet`).
 
 The whole file is checked against a schema (:func:`config_schema`, pydantic) before any
 of it is used: unknown tables and keys are errors, and types are strict — a string
@@ -51,7 +51,7 @@ def config_schema() -> Any:
     ``approval``, ``http``, ``workers``, ``network`` and ``fleet``, extra keys forbidden,
     strict types. Built on first use: pydantic is imported only when a config file is read, so ``toolwire serve`` without one starts
     faster. It checks shapes only: its defaults are placeholders (the host's defaults are
-    :class:`~toolwire.host.options.HostConfig`'s and
+    :class:`~toolwire.host.serve.options.HostConfig`'s and
     :class:`~toolwire.host.sandbox.SandboxSettings`'), and only the keys a file sets are
     used."""
     from pydantic import (
@@ -109,7 +109,7 @@ def config_schema() -> Any:
                 f"such string, not {_toml_type(value)}"
             )
 
-    class OAuthTable(BaseModel):  # toolwire.host.httpconfig.OAuthSettings
+    class OAuthTable(BaseModel):  # toolwire.host.serve.httpconfig.OAuthSettings
         model_config = strict
         issuer: str
         jwks: str
@@ -118,7 +118,7 @@ def config_schema() -> Any:
         tool_scopes: dict[str, list[str]] = {}
         algorithms: list[str] = []
 
-    class HttpTable(BaseModel):  # toolwire.host.httpconfig.HttpSettings
+    class HttpTable(BaseModel):  # toolwire.host.serve.httpconfig.HttpSettings
         model_config = strict
         listen: str | None = None
         token_file: str | None = None
@@ -146,7 +146,7 @@ def config_schema() -> Any:
         model_config = strict
         allow: list[Rule] = []
 
-    class NetworkTable(BaseModel):  # toolwire.host.egresspolicy.NetworkPolicy
+    class NetworkTable(BaseModel):  # toolwire.host.sandbox.egresspolicy.NetworkPolicy
         model_config = strict
         allow: list[Rule] = []
         resolve: dict[str, str] = {}
@@ -162,7 +162,7 @@ def config_schema() -> Any:
             NetworkPolicy.from_table({"resolve": value})
             return value
 
-    class SecretTable(BaseModel):  # toolwire.host.egresssecrets.SecretSet
+    class SecretTable(BaseModel):  # toolwire.host.sandbox.egresssecrets.SecretSet
         model_config = strict
         env: str | None = None
         file: str | None = None
@@ -184,7 +184,7 @@ def config_schema() -> Any:
                 )
         return value
 
-    class FleetTable(BaseModel):  # toolwire.host.fleet.FleetSettings
+    class FleetTable(BaseModel):  # toolwire.host.serve.fleet.FleetSettings
         model_config = strict
         state_keys: str | None = None
         audience: str | None = None

@@ -4,8 +4,8 @@
 end-of-file, ``exit`` or ``shutdown`` completes. The process around it in ``toolwire
 serve`` — options, taking over stdin/stdout before any tool module is imported, the
 sandbox probe, the watchdog that ends the process when a tool will not stop, the exit
-codes — is :mod:`toolwire.host.process`, which hands ``run_host`` a
-:class:`ProcessGuard`. The method handlers are :mod:`toolwire.host.server`.
+codes — is :mod:`toolwire.host.serve.process`, which hands ``run_host`` a
+:class:`ProcessGuard`. The method handlers are :mod:`toolwire.host.methods.server`.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ log = logging.getLogger("toolwire.host")
 
 class ProcessGuard(Protocol):
     """What owns the process around :func:`run_host` (``toolwire serve``'s is in
-    :mod:`toolwire.host.process`): it takes over the signals and makes sure the process
+    :mod:`toolwire.host.serve.process`): it takes over the signals and makes sure the process
     ends once the connection starts closing, even when a tool will not stop."""
 
     def watch(
@@ -198,7 +198,7 @@ async def serve_connection(
             as when embedding the host in a process of your own, SIGTERM, SIGINT and
             SIGHUP received while serving close the connection through anyio, and
             nothing outside the event loop ends the process.
-        inputs: the host inputs (:mod:`toolwire.host.inputs`; collected from ``config``
+        inputs: the host inputs (:mod:`toolwire.host.sandbox.inputs`; collected from ``config``
             when None): while serving, the file tools refuse them and the sandbox
             mounts them read-only.
 

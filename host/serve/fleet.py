@@ -4,7 +4,7 @@ Behind a load balancer each request of a client may reach another replica, so wh
 replica issues the others must accept (issue 25; mcp-http.md §2.7-2.8):
 
 * ``--state-keys FILE`` (``[fleet] state_keys``): the key ring ``requestState`` is
-  signed with (:class:`~toolwire.host.rounds.StateSigner`). One key a line, 32 random
+  signed with (:class:`~toolwire.host.tools.rounds.StateSigner`). One key a line, 32 random
   bytes in standard base64 (``head -c 32 /dev/urandom | base64``); blank lines and
   ``#`` comments are allowed. The first key signs, every key verifies: to rotate, add
   the new key as the second line on every replica, then move it first, then remove the
@@ -19,7 +19,7 @@ replica issues the others must accept (issue 25; mcp-http.md §2.7-2.8):
   (:mod:`toolwire.host.serve.bus`), ``redis://HOST:PORT/DB``; without it a replica tells its
   listeners only of its own changes.
 
-Standard library only, like :mod:`toolwire.host.options`, which calls
+Standard library only, like :mod:`toolwire.host.serve.options`, which calls
 :func:`add_fleet_arguments` and :func:`fleet_settings_from`.
 """
 

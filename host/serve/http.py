@@ -10,20 +10,20 @@ How requests are served (protocol.md §12 has the statuses and examples):
 
 * **2026-07-28** (a ``MCP-Protocol-Version`` header outside the 2025 set, or a modern
   ``_meta`` claim): per request, statelessly, routed to the host's 2026-07-28 handlers
-  (:mod:`toolwire.host.modern`), so nothing — ids, progress tokens, log levels — is
+  (:mod:`toolwire.host.methods.modern`), so nothing — ids, progress tokens, log levels — is
   shared with another request. The headers ``MCP-Protocol-Version``, ``Mcp-Method`` and
   ``Mcp-Name`` must match the body (400 + -32020). Closing the response is the
   cancellation. A request that can produce nothing but its answer (no progress token,
   no log level, not ``subscriptions/listen``) is served directly in its own task
-  (:mod:`toolwire.host.http_direct`); the others get a
+  (:mod:`toolwire.host.serve.http_direct`); the others get a
   :class:`~toolwire.session.Session` of their own over in-memory streams, answered as
   JSON or SSE.
 * **2025-11-25** (``initialize``, then ``Mcp-Session-Id``): one host server and one
   Session per HTTP session, exactly like one stdio connection; GET opens the session's
-  stream, DELETE ends it, idle sessions expire (:mod:`toolwire.host.http_legacy`).
+  stream, DELETE ends it, idle sessions expire (:mod:`toolwire.host.serve.http_legacy`).
 
 The plumbing both share (headers, refusals, Host/Origin checks, JSON and SSE answers) is
-:mod:`toolwire.host.http_wire`.
+:mod:`toolwire.host.serve.http_wire`.
 
 Security (SECURITY.md): ``Host`` and ``Origin`` are checked against allowlists on every
 request (421 / 403); a static bearer token is compared in constant time (401 with
@@ -164,7 +164,7 @@ class HttpHost(_LegacyLeg):
         """Start the host (sandbox, registry, workers) for the body of the block.
 
         Raises:
-            StartupError: see :func:`toolwire.host.connection.run_host`.
+            StartupError: see :func:`toolwire.host.serve.connection.run_host`.
             SandboxUnavailable: the configured sandbox is not available.
         """
         config = self.config

@@ -70,7 +70,7 @@ every task of that request sees it)."""
 
 
 class PrincipalSigner(StateSigner):
-    """A :class:`~toolwire.host.rounds.StateSigner` that binds each ``requestState`` to the
+    """A :class:`~toolwire.host.tools.rounds.StateSigner` that binds each ``requestState`` to the
     principal it was issued to: a round started by one principal cannot be finished by
     another (MCP 2026-07-28 security considerations, state handle hijacking)."""
 

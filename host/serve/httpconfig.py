@@ -1,8 +1,8 @@
 """``toolwire serve --http``'s settings: the command line and the ``[http]`` table.
 
-Standard library only, like :mod:`toolwire.host.options`, which calls
+Standard library only, like :mod:`toolwire.host.serve.options`, which calls
 :func:`add_http_arguments` and :func:`http_settings_from`. The transport itself is
-:mod:`toolwire.host.http`.
+:mod:`toolwire.host.serve.http`.
 
 Names (issue 24): ``--http HOST:PORT``, ``--token-file FILE`` (or the environment
 variable :data:`TOKEN_ENV`), ``--allow-unauthenticated``, ``--allowed-host NAME[:PORT]``

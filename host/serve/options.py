@@ -1,7 +1,7 @@
 """``toolwire serve``'s options: the command line, ``toolwire.toml`` and :class:`HostConfig`.
 
 Standard library only (plus the sandbox settings and the config file reader), so the
-process (:mod:`toolwire.host.process`) can parse them and start probing the sandbox before the heavy imports.
+process (:mod:`toolwire.host.serve.process`) can parse them and start probing the sandbox before the heavy imports.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ class StartupError(Exception):
     """The host cannot start as configured: a ``--tools`` file or module that does not
     load, a root that is not a directory, no sandbox where one is required. The message
     is the whole explanation for the user; ``toolwire serve`` prints it and exits with
-    code 2 (:mod:`toolwire.host.process`), an embedder decides for itself."""
+    code 2 (:mod:`toolwire.host.serve.process`), an embedder decides for itself."""
 
 
 @dataclass
@@ -61,15 +61,15 @@ class HostConfig:
         worker_start: how a worker process starts (``--worker-start``, ``[workers]
             start``): "spawn" (default), each from scratch in a sandbox of its own;
             "fork" (Linux), forked from a pre-imported template process per module
-            (:mod:`toolwire.host.template`), so the workers of one module share the
+            (:mod:`toolwire.host.workers.template`), so the workers of one module share the
             template's sandbox (its namespaces and private ``/tmp``).
         reload: watch the tool modules' files and reload them on change (``--reload``).
         config_file: the ``--config`` file the settings were read from (None: none);
-            a host input (:mod:`toolwire.host.inputs`).
+            a host input (:mod:`toolwire.host.sandbox.inputs`).
         http: serve Streamable HTTP with these settings instead of stdio (None: stdio;
-            :mod:`toolwire.host.httpconfig`).
+            :mod:`toolwire.host.serve.httpconfig`).
         fleet: what HTTP replicas of one fleet share: the ``requestState`` key ring,
-            the audience, the change bus (:mod:`toolwire.host.fleet`).
+            the audience, the change bus (:mod:`toolwire.host.serve.fleet`).
     """
 
     root: Path = field(default_factory=Path.cwd)
@@ -233,7 +233,7 @@ def config_from_args(ns: argparse.Namespace) -> HostConfig:
     the command line.
 
     Raises:
-        toolwire.host.config.ConfigError: the config file is unusable.
+        toolwire.host.serve.config.ConfigError: the config file is unusable.
         ValueError: a setting has an invalid value.
     """
     tables: dict[str, dict[str, Any]] = {"host": {}, "sandbox": {}, "approval": {}, "workers": {}}

@@ -1,12 +1,12 @@
 """Tool declarations: the ``@tool`` decorator and :func:`build_tool`, which derive a
-:class:`~toolwire.host.definition.Tool` (its input schema and validator) from a function.
+:class:`~toolwire.host.tools.definition.Tool` (its input schema and validator) from a function.
 
 A tool's parameters can be declared three ways, and each gives one input schema, which
 is both what clients see and the only thing arguments are checked against
 (:mod:`toolwire.host.schema`):
 
 1. type hints on the handler's parameters (JSON-shaped hints are turned into a schema
-   directly, see :mod:`toolwire.host.hints`; anything richer goes through pydantic);
+   directly, see :mod:`toolwire.host.schema.hints`; anything richer goes through pydantic);
 2. a single parameter annotated with a pydantic model (the model's schema);
 3. ``input_schema={...}``, a raw JSON Schema (Draft 2020-12 unless it names another);
    the handler's one non-context parameter receives the arguments dict.
@@ -14,7 +14,7 @@ is both what clients see and the only thing arguments are checked against
 Only after the check are values converted for the handler, where the parameter type
 needs it (model instances, enums, datetimes); plain JSON values are passed as they are.
 
-A parameter annotated :class:`~toolwire.host.context.ToolContext` is injected and is
+A parameter annotated :class:`~toolwire.host.tools.context.ToolContext` is injected and is
 not part of the schema.
 """
 

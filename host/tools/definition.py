@@ -1,6 +1,6 @@
 """A registered tool (:class:`Tool`) and the rules on its name.
 
-MCP calls this a tool definition plus its handler; :mod:`toolwire.host.decorator` builds
+MCP calls this a tool definition plus its handler; :mod:`toolwire.host.tools.decorator` builds
 one from a function.
 """
 

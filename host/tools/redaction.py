@@ -1,9 +1,9 @@
 """Real ``[secrets]`` values redacted from what a tool's call sends to its client.
 
-:mod:`toolwire.host.egresssecrets` registers the values when the configuration is read;
+:mod:`toolwire.host.sandbox.egresssecrets` registers the values when the configuration is read;
 the executor passes every call's wire result through :func:`redact` (one place for both
 protocol eras, worker calls included: their results come back through the host's
-stand-in tool) and :meth:`toolwire.host.context.ToolContext.report_progress` and the
+stand-in tool) and :meth:`toolwire.host.tools.context.ToolContext.report_progress` and the
 worker pool's progress relay pass progress messages through :func:`redact_text`. Kept
 apart from the proxy so that the executor imports nothing heavy.
 """
