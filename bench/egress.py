@@ -4,7 +4,7 @@ Three ways to the same local HTTPS server (127.0.0.1, a certificate from a CA ma
 the run), in one run; server, proxy and client each run in a process of their own:
 
 * **direct**: a TLS connection straight to the server;
-* **tunnel**: through the proxy (:class:`toolwire.host.sandbox.egress.EgressProxy`, its Unix
+* **tunnel**: through the proxy (:class:`toolwire.host.sandbox.egress.proxy.EgressProxy`, its Unix
   socket) with ``CONNECT``, no ``[secrets]``: the proxy splices the bytes;
 * **secrets**: through the proxy with a ``[secrets]`` entry for the server's name: the
   proxy terminates TLS with its own leaf certificate, parses the request (h11),
@@ -40,9 +40,9 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
-from toolwire.host.sandbox.egress import EgressProxy
-from toolwire.host.sandbox.egresspolicy import NetworkPolicy
-from toolwire.host.sandbox.egresssecrets import SecretSet
+from toolwire.host.sandbox.egress.credentials import SecretSet
+from toolwire.host.sandbox.egress.policy import NetworkPolicy
+from toolwire.host.sandbox.egress.proxy import EgressProxy
 
 NAME = "bench.test"
 TOKEN = "bench-real-token-0123456789abcdef"

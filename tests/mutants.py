@@ -72,21 +72,21 @@ SECRETS_TESTS = "tests/test_sandbox_secrets.py"
 MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "secrets: a placeholder is substituted for any host",
-        "host/sandbox/egresssecrets.py",
+        "host/sandbox/egress/credentials.py",
         "if not s.allowed(host, port):",
         "if False:",
         (f"{SECRETS_TESTS}::test_refusals_are_answered_and_logged",),
     ),
     Mutant(
         "secrets: a tunnel's Host header may name another host",
-        "host/sandbox/egress.py",
+        "host/sandbox/egress/proxy.py",
         'if any(v.decode("ascii", "replace").lower() not in names for v in given):',
         "if False:",
         (f"{SECRETS_TESTS}::test_exfiltration_attempts_all_fail",),
     ),
     Mutant(
         "secrets: an upstream's echo of a real value is not masked",
-        "host/sandbox/egresssecrets.py",
+        "host/sandbox/egress/credentials.py",
         'buf = buf.replace(v, b"*" * len(v))',
         "buf = buf.replace(v, v)",
         (f"{SECRETS_TESTS}::test_a_response_echoing_the_value_is_masked",),

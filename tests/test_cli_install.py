@@ -43,6 +43,12 @@ def test_a_plain_install_ships_the_demo_and_its_test_runner(tmp_path: Path) -> N
     with zipfile.ZipFile(wheel) as z:
         names = set(z.namelist())
         metadata = next(z.read(n).decode() for n in names if n.endswith(".dist-info/METADATA"))
+    # Every source module is in the wheel (a package missing from pyproject's list is not).
+    for top, where in (("toolwire", "toolwire/"), ("host", "toolwire/host/"),
+                       ("client", "toolwire/client/")):  # fmt: skip
+        for source in (REPO / top).rglob("*.py"):
+            shipped = where + source.relative_to(REPO / top).as_posix()
+            assert shipped in names, f"{shipped} is not in the wheel"
     demo = "toolwire/client/demo_project/"
     for part in ("invoice.session.json", "invoice/invoice.py", "invoice/test_invoice.py"):
         assert demo + part in names, f"{part} is not in the wheel"

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from toolwire.host.sandbox.egresspolicy import NetworkPolicy, address_problem, parse_rule
+from toolwire.host.sandbox.egress.policy import NetworkPolicy, address_problem, parse_rule
 from toolwire.host.serve.config import ConfigError, load_config_file
 
 from tests.e2e_helpers import text_of
@@ -554,7 +554,7 @@ def test_an_unsandboxed_host_says_the_allow_list_is_not_enforced(tmp_path: Path)
 def test_the_proxy_sockets_fit_a_socket_address_under_a_long_temporary_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from toolwire.host.sandbox import egress
+    from toolwire.host.sandbox.egress import proxy as egress
 
     deep = tmp_path / ("d" * 60) / ("e" * 60)
     deep.mkdir(parents=True)

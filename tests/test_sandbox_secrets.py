@@ -33,7 +33,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
-from toolwire.host.sandbox.egresssecrets import SecretRefused, SecretSet, StreamMasker
+from toolwire.host.sandbox.egress.credentials import SecretRefused, SecretSet, StreamMasker
 from toolwire.host.serve.config import ConfigError, load_config_file
 from toolwire.host.tools.redaction import redact, register
 

@@ -105,7 +105,7 @@ class WrappedCommand:
     memory_cgroup_fd: int | None = None
     memory_limit: int = 0
     egress: Any = None
-    """The command's :class:`toolwire.host.sandbox.egress.SandboxEgress` (released by
+    """The command's :class:`toolwire.host.sandbox.egress.proxy.SandboxEgress` (released by
     :meth:`Sandbox.cleanup`), or None."""
 
     def close_fds(self) -> None:
@@ -532,7 +532,7 @@ class Sandbox:
             args.append("--unshare-net")
         egress = None
         if self.settings.network is not None and not self.settings.allow_network:
-            from .egress import sandbox_egress  # the proxy, its socket bound in, the relay
+            from .egress.proxy import sandbox_egress  # the proxy, its socket bound in, the relay
 
             egress = sandbox_egress(self.settings.network)
             args += egress.bwrap_args

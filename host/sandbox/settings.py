@@ -152,7 +152,7 @@ class SandboxSettings:
             :data:`DEFAULT_MAX_COMMANDS`; 0 means no limit). A command beyond it waits
             for a slot, within its own timeout (see :mod:`toolwire.host.sandbox.commands`).
         network: the ``[network]`` egress policy
-            (:class:`toolwire.host.sandbox.egresspolicy.NetworkPolicy`; not a ``[sandbox]`` key):
+            (:class:`toolwire.host.sandbox.egress.policy.NetworkPolicy`; not a ``[sandbox]`` key):
             without ``allow_network``, sandboxed processes reach what it allows through
             the host's egress proxy (:mod:`toolwire.host.sandbox.egress`). None: no proxy.
     """

@@ -12,9 +12,9 @@ its own, so files a tool writes cannot reconfigure the next host). Tables:
 * ``[http]``: serve Streamable HTTP (:mod:`toolwire.host.serve.httpconfig`);
 * ``[workers]``: ``start`` (``"spawn"``, the default, or ``"fork"``: ``--worker-start``);
 * ``[network]``: the egress policy of sandboxed processes (``allow``, ``resolve``,
-  ``tools.NAME.allow``, ``modules.NAME.allow``: :mod:`toolwire.host.sandbox.egresspolicy`);
+  ``tools.NAME.allow``, ``modules.NAME.allow``: :mod:`toolwire.host.sandbox.egress.policy`);
 * ``[secrets.NAME]``: ``env`` or ``file``, and ``hosts``: credentials the egress proxy
-  substitutes for placeholders (:mod:`toolwire.host.sandbox.egresssecrets`);
+  substitutes for placeholders (:mod:`toolwire.host.sandbox.egress.credentials`);
 * ``[fleet]``: ``state_keys``, ``audience``, ``bus`` — ``--state-keys``, ``--audience``,
   ``--bus`` (:mod:`toolwire.host.serve.fleet`).
 
@@ -135,7 +135,7 @@ def config_schema() -> Any:
         start: Literal["spawn", "fork"] = "spawn"
 
     def _rule(value: str) -> str:
-        from ..sandbox.egresspolicy import parse_rule
+        from ..sandbox.egress.policy import parse_rule
 
         parse_rule(value)
         return value
@@ -146,7 +146,7 @@ def config_schema() -> Any:
         model_config = strict
         allow: list[Rule] = []
 
-    class NetworkTable(BaseModel):  # toolwire.host.sandbox.egresspolicy.NetworkPolicy
+    class NetworkTable(BaseModel):  # toolwire.host.sandbox.egress.policy.NetworkPolicy
         model_config = strict
         allow: list[Rule] = []
         resolve: dict[str, str] = {}
@@ -157,12 +157,12 @@ def config_schema() -> Any:
         @field_validator("resolve")
         @classmethod
         def _resolve(cls, value: dict[str, str]) -> dict[str, str]:
-            from ..sandbox.egresspolicy import NetworkPolicy
+            from ..sandbox.egress.policy import NetworkPolicy
 
             NetworkPolicy.from_table({"resolve": value})
             return value
 
-    class SecretTable(BaseModel):  # toolwire.host.sandbox.egresssecrets.SecretSet
+    class SecretTable(BaseModel):  # toolwire.host.sandbox.egress.credentials.SecretSet
         model_config = strict
         env: str | None = None
         file: str | None = None
@@ -175,7 +175,7 @@ def config_schema() -> Any:
             return self
 
     def _secret_names(value: dict[str, Any]) -> dict[str, Any]:
-        from ..sandbox.egresssecrets import NAME_PATTERN
+        from ..sandbox.egress.credentials import NAME_PATTERN
 
         for name in value:
             if not NAME_PATTERN.match(name):

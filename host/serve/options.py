@@ -325,13 +325,13 @@ def _with_network(
             "[network] limits what sandboxed processes may reach, but [sandbox] "
             "allow_network = true gives them the whole network: remove one of them"
         )
-    from ..sandbox.egresspolicy import NetworkPolicy
+    from ..sandbox.egress.policy import NetworkPolicy
 
     policy = NetworkPolicy.from_table(table)
     if secrets:
         import dataclasses
 
-        from ..sandbox.egresssecrets import SecretSet, register
+        from ..sandbox.egress.credentials import SecretSet, register
 
         found = SecretSet.from_table(secrets)
         register(found.pairs())

@@ -1,6 +1,6 @@
 """Real ``[secrets]`` values redacted from what a tool's call sends to its client.
 
-:mod:`toolwire.host.sandbox.egresssecrets` registers the values when the configuration is read;
+:mod:`toolwire.host.sandbox.egress.credentials` registers the values when the configuration is read;
 the executor passes every call's wire result through :func:`redact` (one place for both
 protocol eras, worker calls included: their results come back through the host's
 stand-in tool) and :meth:`toolwire.host.tools.context.ToolContext.report_progress` and the

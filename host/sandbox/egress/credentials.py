@@ -4,7 +4,7 @@ Configured in ``toolwire.toml`` (with a ``[network]`` table: the proxy does the 
 
     [secrets.GITHUB_TOKEN]
     env = "GITHUB_TOKEN"            # or: file = "/run/keys/github" (its text, stripped)
-    hosts = ["api.github.com"]      # allow-list rules (toolwire.host.sandbox.egresspolicy)
+    hosts = ["api.github.com"]      # allow-list rules (toolwire.host.sandbox.egress.policy)
 
 Inside a sandbox the environment variable ``GITHUB_TOKEN`` holds a placeholder,
 ``toolwire-secret-GITHUB_TOKEN-<32 hex digits>``: recognisable, and new for every host
@@ -36,8 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..tools.redaction import redact, redact_text, register
-from .egresspolicy import Rule, parse_rule
+from ...tools.redaction import redact, redact_text, register
+from .policy import Rule, parse_rule
 
 __all__ = [
     "NAME_PATTERN",

@@ -192,7 +192,7 @@ class ScopePolicy:
     resolve: Mapping[str, str]
     scope: str = "host"
     secrets: Any = (
-        None  # a toolwire.host.sandbox.egresssecrets.SecretSet (which imports this module)
+        None  # a toolwire.host.sandbox.egress.credentials.SecretSet (which imports this module)
     )
     upstream_ca: tuple[str, ...] = ()
 
@@ -234,7 +234,7 @@ class NetworkPolicy:
         resolve: pinned names → addresses.
         tools: tool name → its extra rules.
         modules: tool module name → its extra rules.
-        secrets: the ``[secrets]`` tables (:mod:`toolwire.host.sandbox.egresssecrets`), or None.
+        secrets: the ``[secrets]`` tables (:mod:`toolwire.host.sandbox.egress.credentials`), or None.
         upstream_ca: ``upstream_ca``: extra CA certificate files for upstream TLS.
     """
 
@@ -243,7 +243,7 @@ class NetworkPolicy:
     tools: Mapping[str, tuple[Rule, ...]] = field(default_factory=dict)
     modules: Mapping[str, tuple[Rule, ...]] = field(default_factory=dict)
     secrets: Any = (
-        None  # a toolwire.host.sandbox.egresssecrets.SecretSet (which imports this module)
+        None  # a toolwire.host.sandbox.egress.credentials.SecretSet (which imports this module)
     )
     upstream_ca: tuple[str, ...] = ()
 

@@ -1,7 +1,7 @@
 """The in-sandbox end of the egress proxy: a TCP listener on 127.0.0.1 relaying to a Unix socket.
 
 Run by the sandbox (never imported by the host) as
-``python -I -S egress_relay.py SOCKET PORT -- COMMAND...``: it binds ``127.0.0.1:PORT``
+``python -I -S relay.py SOCKET PORT -- COMMAND...``: it binds ``127.0.0.1:PORT``
 in the sandbox's own network namespace (which has only loopback), starts a relay
 process that copies every connection on that port to the Unix socket ``SOCKET`` (the
 host's egress proxy, bound into the sandbox), then execs ``COMMAND``. Most programs
@@ -67,7 +67,7 @@ def _relay(listener: socket.socket, path: str) -> None:
 def main(argv: list[str]) -> None:
     """``SOCKET PORT -- COMMAND...``: start the relay, then exec the command."""
     if len(argv) < 4 or argv[2] != "--":
-        sys.stderr.write("usage: egress_relay.py SOCKET PORT -- COMMAND...\n")
+        sys.stderr.write("usage: relay.py SOCKET PORT -- COMMAND...\n")
         os._exit(2)
     path, port, command = argv[0], int(argv[1]), argv[3:]
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

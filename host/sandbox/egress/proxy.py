@@ -5,7 +5,7 @@ A sandboxed command or worker keeps a network namespace of its own with only loo
 What it may reach, it reaches through this proxy, which runs in the host process (an
 asyncio loop on a thread of its own) and listens on Unix sockets, one per sandboxed
 command or worker process (:meth:`EgressProxy.grant`), each bound into that one
-sandbox at :data:`SANDBOX_SOCKET`. Inside, :mod:`toolwire.host.sandbox.egress_relay` listens
+sandbox at :data:`SANDBOX_SOCKET`. Inside, :mod:`toolwire.host.sandbox.egress.relay` listens
 on ``127.0.0.1:``:data:`RELAY_PORT` and relays to the socket, and the environment
 points every usual proxy setting at it (:func:`proxy_env`).
 
@@ -21,7 +21,7 @@ Per connection, one request (HTTP/1.1, parsed by ``h11``):
 * anything else (an origin-form request to the proxy itself, a scheme other than
   ``http``): refused — the proxy has no pages, status or admin surface of its own.
 
-The check (:class:`~toolwire.host.sandbox.egresspolicy.ScopePolicy`) comes before any lookup;
+The check (:class:`~toolwire.host.sandbox.egress.policy.ScopePolicy`) comes before any lookup;
 an allowed name is then resolved once by the host (or taken from ``[network.resolve]``)
 and the connection goes to that address, refused when it is not public and not pinned.
 A refusal is answered ``403 Forbidden`` with the reason as a ``text/plain`` body, and
@@ -52,8 +52,8 @@ from urllib.parse import urlsplit
 
 import h11
 
-from .egresspolicy import NetworkPolicy, ScopePolicy, address_problem
-from .egresssecrets import MintingCA, SecretRefused, SecretSet, upstream_context
+from .credentials import MintingCA, SecretRefused, SecretSet, upstream_context
+from .policy import NetworkPolicy, ScopePolicy, address_problem
 
 __all__ = [
     "RELAY_PORT",
@@ -91,7 +91,7 @@ Node, git, curl)."""
 RELAY_PORT = 3128
 """The port of the in-sandbox relay on 127.0.0.1 (the sandbox's own loopback)."""
 
-RELAY_SCRIPT = str(Path(__file__).with_name("egress_relay.py"))
+RELAY_SCRIPT = str(Path(__file__).with_name("relay.py"))
 """The relay program, run inside the sandbox by the host's Python with ``-I -S``."""
 
 HEAD_TIMEOUT = 30.0
