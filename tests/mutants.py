@@ -399,7 +399,7 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         "cancel/commit: a cancellation interrupts a committed call",
-        "toolwire/session.py",
+        "toolwire/inbound.py",
         "        if self._scope is not None and not self._committed:\n            self._scope.cancel()",
         "        if self._scope is not None:\n            self._scope.cancel()",
         (COMMIT_TESTS,),
@@ -413,7 +413,7 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         "cancel/commit: a cancelled call may still commit",
-        "toolwire/session.py",
+        "toolwire/inbound.py",
         "        if self.cancelled_by is not None or self._abort_error is not None:\n"
         "            return False\n        self._committed = True",
         "        if self._abort_error is not None:\n"
