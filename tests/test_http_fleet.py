@@ -348,3 +348,25 @@ def test_an_unreachable_bus_stops_the_start(tmp_path: Path) -> None:
         )
     assert code == 2, err
     assert "cannot reach Redis" in err
+
+
+def test_a_token_file_or_key_set_inside_the_root_stops_the_start(tmp_path: Path) -> None:
+    token = tmp_path / "token"
+    token.write_text("s3cret-" + "x" * 32 + "\n")
+    code, err = run_host_expect_exit(
+        tmp_path, ["--http", "127.0.0.1:0", "--token-file", str(token)]
+    )
+    assert code == 2, err
+    assert f"--token-file {token} lies inside the root" in err
+    assert "s3cret" not in err  # the token is never shown
+
+    jwks = tmp_path / "jwks.json"
+    jwks.write_text('{"keys": []}')
+    config = tmp_path / "toolwire.toml"
+    config.write_text(
+        '[http]\nlisten = "127.0.0.1:0"\n'
+        f'[http.oauth]\nissuer = "https://issuer.test"\njwks = "{jwks}"\n'
+    )
+    code, err = run_host_expect_exit(tmp_path, ["--config", str(config)])
+    assert code == 2, err
+    assert f"[http.oauth] jwks {jwks} lies inside the root" in err

@@ -39,6 +39,7 @@ __all__ = [
     "FleetSettings",
     "add_fleet_arguments",
     "check_key_ring_outside",
+    "check_secret_outside_root",
     "fleet_settings_from",
     "parse_bus_url",
     "read_key_ring",
@@ -112,14 +113,26 @@ def check_key_ring_outside(path: Path | None, root: Path) -> str | None:
     The ring must not lie inside the root: the tools (``read``, sandboxed commands) can
     read the root, and whoever knows a key can forge a ``requestState``, approvals
     included."""
+    return check_secret_outside_root("--state-keys", "the key ring", path, root)
+
+
+def check_secret_outside_root(
+    flag: str, what: str, path: str | os.PathLike[str] | None, root: Path
+) -> str | None:
+    """Why a file holding a credential may not be used where it lies (None: it may).
+
+    ``flag`` names the setting (``--token-file``), ``what`` the file ("the bearer token").
+    A file inside the root is readable and writable by the tools (``read``, ``write``,
+    ``bash``): the model could read a token and hand it on, or replace a key set with its
+    own keys."""
     if path is None:
         return None
-    ring = os.path.realpath(path)
+    real = os.path.realpath(path)
     top = os.path.realpath(root)
-    if ring == top or ring.startswith(top.rstrip(os.sep) + os.sep):
+    if real == top or real.startswith(top.rstrip(os.sep) + os.sep):
         return (
-            f"--state-keys {path} lies inside the root {root}, where the "
-            "tools can read it; keep the key ring outside the root"
+            f"{flag} {path} lies inside the root {root}, where the tools can read and change it; "
+            f"keep {what} outside the root"
         )
     return None
 

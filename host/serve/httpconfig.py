@@ -145,6 +145,7 @@ class HttpSettings:
         port: the TCP port (0: any free port; the host prints the one it got).
         path: the MCP endpoint (default ``/mcp``).
         token: the static bearer token (None: no static token).
+        token_file: the file ``token`` was read from (None: none, or the environment).
         allow_unauthenticated: serve a non-loopback bind without authentication.
         allowed_hosts: ``Host`` values allowed besides the loopback names:
             ``NAME`` (any port) or ``NAME:PORT`` (that port only).
@@ -161,6 +162,7 @@ class HttpSettings:
     port: int = 8000
     path: str = "/mcp"
     token: str | None = None
+    token_file: str | None = None
     allow_unauthenticated: bool = False
     allowed_hosts: list[str] = field(default_factory=list)
     allowed_origins: list[str] = field(default_factory=list)
@@ -293,6 +295,7 @@ def http_settings_from(ns: argparse.Namespace, table: dict[str, Any]) -> HttpSet
         host=host,
         port=port,
         token=token,
+        token_file=str(token_file) if token_file else None,
         allow_unauthenticated=allow,
         allowed_hosts=strings("allowed_hosts", getattr(ns, "allowed_host", None)),
         allowed_origins=strings("allowed_origins", getattr(ns, "allowed_origin", None)),

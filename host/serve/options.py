@@ -21,6 +21,7 @@ from .fleet import (
     FleetSettings,
     add_fleet_arguments,
     check_key_ring_outside,
+    check_secret_outside_root,
     fleet_settings_from,
 )
 from .httpconfig import HttpSettings, add_http_arguments, http_settings_from
@@ -348,6 +349,21 @@ def _check(config: HostConfig) -> HostConfig:
         )
     if refusal := check_key_ring_outside(config.fleet.state_keys, config.root):
         raise ValueError(refusal)
+    if config.http is not None:
+        jwks = config.http.oauth.jwks if config.http.oauth is not None else None
+        for refusal in (
+            check_secret_outside_root(
+                "--token-file", "the bearer token", config.http.token_file, config.root
+            ),
+            check_secret_outside_root(
+                "[http.oauth] jwks",
+                "the key set",
+                None if jwks is None or "://" in jwks else jwks,
+                config.root,
+            ),
+        ):
+            if refusal:
+                raise ValueError(refusal)
     if config.reload and config.isolation != "process":
         raise ValueError(
             "--reload needs --isolation process (modules imported into the host cannot be unloaded)"
