@@ -456,12 +456,12 @@ class HostServer:
             return None  # it runs in its turn, with a channel of its own
         if channel.work_done is not None:
             channel.work_done.begin()
-        ctx._early = flight
+        ctx.early = flight
         call = IncomingCall(rctx.id, tool.name, arguments)
         log.debug("%s: call %r sent to its worker as it was read", tool.name, rctx.id)
         # A request that ends before its handler took the call (cancelled, or the
         # connection closed) gives it up.
-        rctx.on_done = lambda: flight.pool.release(flight)
+        rctx.on_done = flight.give_up
         return Prepared(tool, call, ctx, checked.arguments, kwargs)
 
     async def _tools_call_batch(self, params: Any, rctx: RequestContext) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio.from_thread
 import anyio.lowlevel
@@ -21,9 +21,20 @@ from .rounds import InputNeeded
 if TYPE_CHECKING:
     from ..sandbox.env import ExecEnv
 
-__all__ = ["LOG_LEVELS", "ToolContext"]
+__all__ = ["LOG_LEVELS", "EarlyStart", "ToolContext"]
 
 _log = logging.getLogger("toolwire.tools")
+
+
+class EarlyStart(Protocol):
+    """A call already sent to a worker as its request was read (``Tool.early_start``),
+    held in :attr:`ToolContext.early` until the tool's handler takes it over. The worker
+    side (``toolwire.host.workers``) makes and reads it; the host only holds it and, when
+    the request ends before the handler ran, gives it up."""
+
+    def give_up(self) -> None:
+        """Stop the call if nobody took it over (no-op once taken or ended)."""
+        ...
 
 
 class ToolContext:
@@ -39,10 +50,10 @@ class ToolContext:
 
     __slots__ = (
         "_asks",
-        "_early",
         "_timeout_scope",
         "call_id",
         "channel",
+        "early",
         "env",
         "timeout",
         "tool_name",
@@ -63,7 +74,9 @@ class ToolContext:
         self.timeout: float | None = None
         """Seconds the call may run, when the handler applies its timeout itself
         (``Tool.own_timeout``); None otherwise or for no limit."""
-        self._early: Any = None  # a call already sent to a worker (Tool.early_start)
+        self.early: EarlyStart | None = None
+        """The call already sent to a worker for this context (``Tool.early_start``), which
+        the worker's handler takes over (setting this back to None); None otherwise."""
         self._timeout_scope: Any = None  # the executor's timeout (an anyio CancelScope)
 
     def commit(self) -> bool:

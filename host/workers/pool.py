@@ -619,12 +619,13 @@ class WorkerPool:
             ProtocolFailure: the worker could not encode the result (-32603).
         """
         began = time.monotonic()
-        early: _Flight | None = ctx._early
+        # Only this package starts early calls: what ctx.early holds is a _Flight.
+        early = cast("_Flight | None", ctx.early)
         try:
             if early is not None:
                 # Sent as its request was read, to the pool of that moment (a reload may
                 # have replaced this one since): taken over, never sent again.
-                ctx._early = None
+                ctx.early = None
                 early.taken = True
                 began = early.began
                 pool = cast(WorkerPool, early.pool)  # a flight's pool is a WorkerPool

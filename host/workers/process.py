@@ -163,6 +163,8 @@ class PoolSide(Protocol):
 
     def worker_gone(self, worker: WorkerProcess) -> None: ...
 
+    def release(self, flight: _Flight) -> None: ...
+
 
 QUICK_BATCH = 64
 
@@ -930,6 +932,11 @@ class _Flight:
         self.began = time.monotonic()
         self.taken = False
         self.ended = False
+
+    def give_up(self) -> None:
+        """:class:`~toolwire.host.tools.context.EarlyStart`: the request of an early call
+        ended before its handler took it (:meth:`WorkerPool.release`)."""
+        self.pool.release(self)
 
 
 def _check_due(worker: WorkerProcess, calls: int = 0) -> bool:
