@@ -19,6 +19,8 @@ from toolwire.constants import PROMPT_GUIDELINES_META_KEY, PROMPT_SNIPPET_META_K
 if TYPE_CHECKING:
     from pydantic import TypeAdapter
 
+    from .context import EarlyStart, ToolContext
+
 
 from .arguments import Arguments, CheckedArguments
 
@@ -94,6 +96,9 @@ class Tool:
             ``ctx``) or None. The host uses it while a call that nothing in the host
             must see first (no before hook, no approval, no argument preparation, no
             mutation queue) waits for its turn.
+        known_definition: the MCP ``Tool`` object to send as is, when it is known in
+            advance (a worker's tool, described by its worker); :meth:`definition` then
+            returns it instead of building one from the fields above.
     """
 
     name: str
@@ -115,12 +120,18 @@ class Tool:
     prompt_snippet: str | None = None
     prompt_guidelines: tuple[str, ...] = ()
     own_timeout: bool = False
-    early_start: Callable[[dict[str, Any], Any, float | None], Any] | None = None
-    _definition: dict[str, Any] | None = field(default=None, repr=False)
+    early_start: Callable[[dict[str, Any], ToolContext, float | None], EarlyStart | None] | None = (
+        None
+    )
+    known_definition: dict[str, Any] | None = field(default=None, repr=False)
+    _definition: dict[str, Any] | None = field(default=None, init=False, repr=False)
 
     def definition(self) -> dict[str, Any]:
         """The MCP ``Tool`` object clients receive (cached)."""
         if self._definition is None:
+            if self.known_definition is not None:
+                self._definition = self.known_definition
+                return self.known_definition
             d: dict[str, Any] = {"name": self.name}
             if self.title:
                 d["title"] = self.title

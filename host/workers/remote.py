@@ -205,7 +205,7 @@ def remote_tool(pool: RemotePool, description: dict[str, Any]) -> Tool:
                 raise ToolError(exc.message) from None
             return out.get("arguments") if isinstance(out, dict) else None
 
-    t = Tool(
+    return Tool(
         name=name,
         description=str(d.get("description", "")),
         input_schema=schema,
@@ -225,9 +225,8 @@ def remote_tool(pool: RemotePool, description: dict[str, Any]) -> Tool:
         prepare_arguments=prepare,
         own_timeout=True,
         early_start=early_start,
+        known_definition=d,
     )
-    t._definition = d
-    return t
 
 
 def remote_hook(pool: RemotePool, info: dict[str, Any]) -> Callable[..., Awaitable[Any]]:
