@@ -116,6 +116,16 @@ class RequestContext:
         """True once the response was queued (or the request was cancelled)."""
         return self._done
 
+    def bind_scope(self, scope: anyio.CancelScope) -> None:
+        """Run the handler under ``scope``: :meth:`cancel` and :meth:`abort` cancel it. For a
+        server that runs a request outside a session's own task (the direct HTTP path)."""
+        self._scope = scope
+
+    def mark_done(self) -> None:
+        """The request was answered (or given up): from now on it takes no cancellation,
+        abort or progress (:attr:`done`). For a server that answers it itself."""
+        self._done = True
+
     def cancel(self, dialect: CancelDialect) -> None:
         """Interrupt the handler as if the peer had cancelled it in ``dialect``; after
         :meth:`commit`, only record it (the handler runs on and is answered)."""

@@ -115,7 +115,7 @@ async def answer_direct(
     ctx = RequestContext(session, rid, method, params, None)
     reply: dict[str, Any] | None = None
     with anyio.CancelScope() as scope:
-        ctx._scope = scope
+        ctx.bind_scope(scope)
         watcher = loop.create_task(_until_disconnect(receive))
 
         def gone(task: asyncio.Task[None]) -> None:
@@ -138,7 +138,7 @@ async def answer_direct(
                 log.exception("http: handler for %s failed", method)
                 reply = error_response(rid, JsonRpcError(INTERNAL_ERROR, "Internal error"))
         finally:
-            ctx._done = True
+            ctx.mark_done()
             if not watcher.done():
                 watcher.remove_done_callback(gone)
                 watcher.cancel()
