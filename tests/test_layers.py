@@ -295,3 +295,63 @@ def test_the_old_public_import_paths_still_work() -> None:
     assert toolwire.host.workers.Workers.__name__ == "Workers"
     for package in (toolwire.host, toolwire.host.sandbox, toolwire.host.workers):
         assert all(hasattr(package, name) for name in package.__all__)
+
+
+# Private slots whose hand-off between modules goes through a public seam instead (issue 23):
+# ToolContext.early, Tool(known_definition=...), RequestContext.bind_scope/mark_done.
+WATCHED_PRIVATE = frozenset({"_early", "_definition", "_scope", "_done"})
+
+
+def _own_private_names(tree: ast.Module) -> set[str]:
+    """Underscore names a module's own classes hold: ``self._x`` stores, class-level
+    annotations (dataclass fields) and ``__slots__`` strings."""
+    owned: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            if isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
+                owned.add(node.attr)
+        elif isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                    owned.add(item.target.id)
+                elif isinstance(item, ast.Assign) and any(
+                    isinstance(t, ast.Name) and t.id == "__slots__" for t in item.targets
+                ):
+                    for elt in ast.walk(item.value):
+                        if isinstance(elt, ast.Constant) and isinstance(elt.value, str):
+                            owned.add(elt.value)
+    return owned
+
+
+def _private_reaches(source: str, watched: frozenset[str]) -> list[tuple[int, str]]:
+    """(line, name) of each read or write of ``obj._name`` (``_name`` in ``watched``, ``obj``
+    not ``self``/``cls``) where no class of this module holds ``_name``: a reach into another
+    module's private slot."""
+    tree = ast.parse(source)
+    owned = _own_private_names(tree)
+    out: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr in watched
+            and node.attr not in owned
+            and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
+        ):
+            out.append((node.lineno, node.attr))
+    return out
+
+
+def test_no_host_module_reaches_into_another_modules_private_slot() -> None:
+    found = []
+    for path in sorted((REPO / "host").rglob("*.py")):
+        for line, name in _private_reaches(path.read_text(), WATCHED_PRIVATE):
+            found.append(f"{path.relative_to(REPO)}:{line}: .{name}")
+    assert found == []
+
+
+def test_the_private_slot_check_catches_a_reach() -> None:
+    reach = "def f(ctx):\n    ctx._early = 1\n    return ctx._done\n"
+    assert _private_reaches(reach, WATCHED_PRIVATE) == [(2, "_early"), (3, "_done")]
+    own = "class C:\n    def __init__(self):\n        self._done = False\n\n"
+    own += "def f(c: C) -> bool:\n    return c._done\n"
+    assert _private_reaches(own, WATCHED_PRIVATE) == []
