@@ -298,8 +298,9 @@ def test_the_old_public_import_paths_still_work() -> None:
 
 
 # Private slots whose hand-off between modules goes through a public seam instead (issue 23):
-# ToolContext.early, Tool(known_definition=...), RequestContext.bind_scope/mark_done.
-WATCHED_PRIVATE = frozenset({"_early", "_definition", "_scope", "_done"})
+# ToolContext.early and .timeout_scope, Tool(known_definition=...),
+# RequestContext.bind_scope/mark_done.
+WATCHED_PRIVATE = frozenset({"_early", "_definition", "_scope", "_done", "_timeout_scope"})
 
 
 def _own_private_names(tree: ast.Module) -> set[str]:

@@ -152,7 +152,7 @@ class Executor:
             else:
                 with anyio.move_on_after(timeout) as scope:
                     if tool.context_param is not None:
-                        kwargs[tool.context_param]._timeout_scope = scope  # ctx.commit()
+                        kwargs[tool.context_param].timeout_scope = scope  # ctx.commit()
                     value = await self._call(tool, kwargs)
                 if scope.cancelled_caught:
                     return error_result(

@@ -50,12 +50,12 @@ class ToolContext:
 
     __slots__ = (
         "_asks",
-        "_timeout_scope",
         "call_id",
         "channel",
         "early",
         "env",
         "timeout",
+        "timeout_scope",
         "tool_name",
     )
 
@@ -77,7 +77,9 @@ class ToolContext:
         self.early: EarlyStart | None = None
         """The call already sent to a worker for this context (``Tool.early_start``), which
         the worker's handler takes over (setting this back to None); None otherwise."""
-        self._timeout_scope: Any = None  # the executor's timeout (an anyio CancelScope)
+        self.timeout_scope: anyio.CancelScope | None = None
+        """The executor's timeout for this call (set by ``toolwire.host.calls``), which
+        :meth:`commit` lifts; None when the host applies none."""
 
     def commit(self) -> bool:
         """Call just before the change a mutating tool cannot take back (the rename of a
@@ -86,7 +88,7 @@ class ToolContext:
         made, and from now on neither the call's timeout nor the client's cancellation
         interrupts the call: it is answered with its result (protocol.md §5). False:
         the call was already cancelled or timed out; make no change."""
-        scope = self._timeout_scope
+        scope = self.timeout_scope
         if scope is not None and scope.cancel_called:
             return False
         if not self.channel.commit():
