@@ -413,12 +413,17 @@ class Client:
             return
         await self._handshake(session)
 
-    async def _closed_early(self, method: str) -> JsonRpcError:
+    async def _closed_early(self, method: str, cause: JsonRpcError) -> JsonRpcError:
         """The error for a host that closed the connection before answering ``method``:
-        its exit code and the end of its stderr, when the client spawned it."""
+        its exit code and the end of its stderr, when the client spawned it; else what
+        the transport said (``cause``: e.g. an HTTP connection refused)."""
         process = self.process
         if process is None:
-            return JsonRpcError(CONNECTION_CLOSED, f"the connection closed before {method}")
+            why = cause.message if cause.message.startswith("HTTP request") else ""
+            return JsonRpcError(
+                CONNECTION_CLOSED,
+                f"the connection closed before {method}" + (f": {why}" if why else ""),
+            )
         code = None
         # A host that closed stdout is exiting, but its last stderr lines and its exit
         # can lag by seconds on a loaded machine (its stderr pump flushes for up to 2 s).
@@ -458,7 +463,7 @@ class Client:
             )
         except JsonRpcError as exc:
             if exc.code == CONNECTION_CLOSED:
-                raise await self._closed_early(DISCOVER) from None
+                raise await self._closed_early(DISCOVER, exc) from None
             if self.era == "modern":
                 raise
             log.info("server/discover failed (%s); falling back to initialize", exc.message)
@@ -536,7 +541,7 @@ class Client:
             raw = await session.request("initialize", params, timeout=self.init_timeout)
         except JsonRpcError as exc:
             if exc.code == CONNECTION_CLOSED:
-                raise await self._closed_early("initialize") from None
+                raise await self._closed_early("initialize", exc) from None
             raise
         try:
             init = InitializeResult.model_validate(raw)

@@ -97,6 +97,7 @@ def add_host_options(p: argparse.ArgumentParser, *, approval: bool = False) -> N
     g.add_argument(
         "--url",
         metavar="URL",
+        type=http_url,
         help="talk to a host served over Streamable HTTP at URL (toolwire serve --http) "
         "instead of spawning one",
     )
@@ -105,6 +106,24 @@ def add_host_options(p: argparse.ArgumentParser, *, approval: bool = False) -> N
         metavar="FILE",
         help="with --url: send the bearer token in FILE (default: $TOOLWIRE_TOKEN)",
     )
+
+
+def http_url(text: str) -> str:
+    """``--url``'s value checked: an ``http://`` or ``https://`` URL with a host.
+
+    Raises:
+        argparse.ArgumentTypeError: another scheme, or no host (argparse makes it a
+            usage error, exit status 2).
+    """
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not an http:// or https:// URL with a host "
+            "(e.g. http://127.0.0.1:8000/mcp)"
+        )
+    return text
 
 
 def spawn_command(ns: argparse.Namespace) -> list[str]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from importlib.metadata import version
@@ -357,3 +358,23 @@ def test_the_hosts_warnings_still_reach_the_user(project: Path) -> None:
     assert out.returncode == 0, out.stderr
     assert "WARNING toolwire.loud: careful: 4711" in out.stderr, out.stderr
     assert "toolwire serve:" not in out.stderr
+
+
+# --------------------------------------------------------------------------- --url
+
+
+def test_a_url_that_is_not_http_is_a_usage_error(tmp_path: Path) -> None:
+    for bad in ("notaurl", "ftp://127.0.0.1/mcp", "http:///mcp"):
+        out = run("list", "--url", bad, cwd=tmp_path)
+        assert out.returncode == 2, (bad, out.stderr)
+        assert "is not an http:// or https:// URL with a host" in out.stderr, out.stderr
+
+
+def test_an_unreachable_url_says_the_http_request_failed(tmp_path: Path) -> None:
+    with socket.socket() as s:  # a port nothing listens on: bound, never listening
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        out = run("list", "--url", f"http://127.0.0.1:{port}/mcp", cwd=tmp_path)
+    assert out.returncode == 3, out.stderr
+    line = one_line(out)
+    assert f"HTTP request to http://127.0.0.1:{port}/mcp failed" in line, line
