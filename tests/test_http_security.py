@@ -38,6 +38,8 @@ def test_bad_host_is_421_and_bad_origin_403(tmp_path: Path) -> None:
         for origin in ("http://evil.example.com", "null", "https://app.example.evil"):
             r = httpx.post(h.url, json=body, headers={**headers, "Origin": origin})
             assert r.status_code == 403, origin
+            message = r.json()["error"]["message"]
+            assert repr(origin) in message and "--allowed-origin" in message, message
         # loopback names and the configured additions pass
         port = h.hostport.rsplit(":", 1)[1]
         for host_header, origin in (

@@ -563,3 +563,15 @@ def test_the_proxy_sockets_fit_a_socket_address_under_a_long_temporary_directory
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path.parent))
     if len(str(tmp_path.parent)) <= egress.SOCKET_PATH_ROOM:
         assert egress._socket_parent() is None
+
+
+def test_a_url_in_the_allow_list_is_refused_as_a_url() -> None:
+    for url in ("http://a.test/", "https://a.test", "a.test/simple"):
+        with pytest.raises(ValueError, match="not a URL"):
+            parse_rule(url)
+
+
+def test_a_refusal_carries_its_reason_phrase() -> None:
+    from toolwire.host.sandbox.egress import proxy
+
+    assert proxy._reason(403) == b"Forbidden" and proxy._reason(502) == b"Bad Gateway"

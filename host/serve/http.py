@@ -272,6 +272,17 @@ class HttpHost(_LegacyLeg):
         try:
             await self._http(scope, receive, send)
         except _Refusal as refusal:
+            if refusal.status in (401, 403, 421):
+                # The operator sees who was turned away and why (never a token).
+                client = scope.get("client") or ("?", 0)
+                log.warning(
+                    "refused %s %s from %s: %d %s",
+                    scope.get("method", "?"),
+                    scope.get("path", "?"),
+                    client[0],
+                    refusal.status,
+                    refusal.error.message,
+                )
             await _send_json(
                 send,
                 refusal.status,
@@ -308,7 +319,13 @@ class HttpHost(_LegacyLeg):
         if headers.count("origin") > 1 or (
             origin is not None and not _origin_allowed(origin, self.allowed_origins)
         ):
-            raise _Refusal(403, INVALID_REQUEST, "Invalid Origin header")
+            shown = "several" if origin is None else repr(origin[:200])
+            raise _Refusal(
+                403,
+                INVALID_REQUEST,
+                f"Invalid Origin header: {shown} is not an allowed origin "
+                "(the host allows loopback origins and those given with --allowed-origin)",
+            )
         if path.rstrip("/") != self.settings.path.rstrip("/"):
             raise _Refusal(
                 404,

@@ -119,6 +119,8 @@ def parse_rule(text: str) -> Rule:
             (1-65535), or a wildcard other than a leading ``*.``.
     """
     raw = text.strip()
+    if "://" in raw or "/" in raw:
+        raise ValueError(f"{text!r}: name a host or host:port (e.g. 'pypi.org:443'), not a URL")
     if raw.startswith("["):
         raise ValueError(f"{text!r}: an IPv6 address literal; rules name hosts")
     host, sep, port_text = raw.rpartition(":") if raw.count(":") == 1 else (raw, "", "")

@@ -34,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import http
 import ipaddress
 import logging
 import os
@@ -141,6 +142,14 @@ def _socket_parent() -> str | None:
     if len(tempfile.gettempdir().encode()) <= SOCKET_PATH_ROOM or not os.access("/tmp", os.W_OK):
         return None
     return "/tmp"
+
+
+def _reason(status: int) -> bytes:
+    """The reason phrase of a status the proxy sends (``b"Forbidden"`` for 403)."""
+    try:
+        return http.HTTPStatus(status).phrase.encode()
+    except ValueError:
+        return b""
 
 
 @dataclass
@@ -612,7 +621,10 @@ def _answer(conn: h11.Connection, writer: asyncio.StreamWriter, status: int, rea
         ("X-Toolwire-Egress", "refused"),
     ]
     try:
-        writer.write(conn.send(h11.Response(status_code=status, headers=headers)) or b"")
+        writer.write(
+            conn.send(h11.Response(status_code=status, headers=headers, reason=_reason(status)))
+            or b""
+        )
         writer.write(conn.send(h11.Data(data=body)) or b"")
         writer.write(conn.send(h11.EndOfMessage()) or b"")
     except h11.LocalProtocolError:
