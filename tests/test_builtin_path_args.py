@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from toolwire.host.calls.rootlock import LOCK_DIR
 
 from tests.hostproc import HostProcess
 
@@ -19,7 +20,11 @@ def _result(h: HostProcess, tool: str, args: dict[str, Any]) -> tuple[bool, str]
 
 
 def _names(d: Path) -> list[str]:
-    return sorted(str(p.relative_to(d)) for p in d.rglob("*"))
+    """What the root holds, apart from the cross-host lock directory every mutating call
+    may create (``.toolwire/``, toolwire.host.calls.rootlock)."""
+    return sorted(
+        str(p.relative_to(d)) for p in d.rglob("*") if p.relative_to(d).parts[0] != LOCK_DIR
+    )
 
 
 # ------------------------------------------------------------------ a trailing slash
