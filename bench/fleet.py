@@ -110,6 +110,14 @@ def section(rates: dict[str, float], rep: Report, args: argparse.Namespace, load
         f"{s['listen_streams']} ({s['streams_cut']} / {s['streams_cut_opening']}) |",
         f"| tools list changes / heard on another replica (deliveries) | "
         f"{s['changes']} / {s['deliveries_across']} |",
+        "| a change on one replica heard on a listen stream of another: from the "
+        "add_tool request sent to the notification read, p50 / max (ms) | "
+        + (
+            "–"
+            if s["across_delay_ms"] is None
+            else f"{s['across_delay_ms'][0]:,} / {s['across_delay_ms'][1]:,}"
+        )
+        + " |",
         f"| rule violations (`Report.problems()`) | {len(rep.problems())} |",
         f"| seconds | {s['seconds']} |",
         "",

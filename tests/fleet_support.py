@@ -445,6 +445,7 @@ class Change:
     heard_by: int = 0
     heard_across: int = 0
     ended: int = 0
+    across_delays: list[float] = field(default_factory=list)  # seconds, sent -> heard
 
 
 @dataclass
@@ -503,9 +504,18 @@ class Report:
             "streams_cut_opening": sum(1 for s in self.streams if s.t_end and not s.t_ack),
             "changes": len(self.changes),
             "deliveries_across": sum(c.heard_across for c in self.changes),
+            "across_delay_ms": _p50_max([d * 1000 for c in self.changes for d in c.across_delays]),
             "seconds": round(self.seconds, 2),
             "wrong": len(self.wrong),
         }
+
+
+def _p50_max(values: list[float]) -> tuple[float, float] | None:
+    """The median and the largest of ``values`` (None: none), rounded to 0.1."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    return round(ordered[len(ordered) // 2], 1), round(ordered[-1], 1)
 
 
 class _Net(Exception):
@@ -652,6 +662,7 @@ async def _change(f: Fleet, rep: Report, client: httpx.AsyncClient, n: int) -> N
             ch.heard_by += 1
             if s.upstream != up:
                 ch.heard_across += 1
+                ch.across_delays.append(s.heard[counts[id(s)]] - t_sent)
         else:
             ch.ended += 1
 
