@@ -461,6 +461,24 @@ def test_secrets_need_a_network_table(tmp_path: Path) -> None:
         _with_network(SandboxSettings(), None, {"T": {"env": "V", "hosts": ["a.test"]}})
 
 
+def test_a_secret_for_a_host_no_allow_list_admits_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from toolwire.host.sandbox import SandboxSettings
+    from toolwire.host.serve.options import _with_network
+
+    monkeypatch.setenv("TW_TEST_SECRET", "value-never-shown")
+    network = {"allow": ["a.test:18081"], "tools": {"fetch": {"allow": ["c.test"]}}}
+    with pytest.raises(ValueError, match=r"\[secrets\.T\] hosts: b\.test:18081 is in no"):
+        _with_network(
+            SandboxSettings(), network, {"T": {"env": "TW_TEST_SECRET", "hosts": ["b.test:18081"]}}
+        )
+    # Admitted by the host-wide list, by a tool's list, or (a wildcard) below an allowed name.
+    for hosts in (["a.test:18081"], ["c.test"], ["*.x.test"]):
+        allowed = {**network, "allow": [*network["allow"], "api.x.test"]}
+        _with_network(SandboxSettings(), allowed, {"T": {"env": "TW_TEST_SECRET", "hosts": hosts}})
+
+
 def test_the_masker_finds_values_cut_across_chunks() -> None:
     masker = StreamMasker([b"secret-value"])
     data = b"a secret-value b secret-value c"

@@ -335,10 +335,39 @@ def _with_network(
         from ..sandbox.egress.credentials import SecretSet, register
 
         found = SecretSet.from_table(secrets)
+        _check_secret_hosts_allowed(found, policy)
         register(found.pairs())
         policy = dataclasses.replace(policy, secrets=found)
     settings.network = policy
     return settings
+
+
+def _check_secret_hosts_allowed(found: Any, policy: Any) -> None:
+    """Refuse a ``[secrets]`` host that no ``[network]`` allow list admits: the proxy would
+    refuse every connection to it, so the secret could never be sent.
+
+    ``found`` is a :class:`~toolwire.host.sandbox.egress.credentials.SecretSet`, ``policy``
+    a :class:`~toolwire.host.sandbox.egress.policy.NetworkPolicy`.
+
+    Raises:
+        ValueError: naming the secret and the host.
+    """
+    rules = [*policy.allow, *(r for rs in policy.tools.values() for r in rs)]
+    rules += [r for rs in policy.modules.values() for r in rs]
+    for secret in found.secrets:
+        for host in secret.hosts:
+            port = host.port if host.port is not None else 443
+            if host.wildcard:
+                admitted = any(r.name == host.name or r.name.endswith("." + host.name)
+                               for r in rules)  # fmt: skip
+            else:
+                admitted = any(r.matches(host.name, port) for r in rules)
+            if not admitted:
+                raise ValueError(
+                    f"[secrets.{secret.name}] hosts: {host} is in no [network] allow list, "
+                    "so the proxy refuses every connection to it and the secret is never "
+                    f"sent; add {host} to [network] allow (or to a tool's or module's allow)"
+                )
 
 
 def _check(config: HostConfig) -> HostConfig:
