@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import select
 import termios
 import threading
 import time
@@ -58,14 +59,25 @@ class StderrPump:
         threading.Thread(target=self._write_loop, name="stderr-writer", daemon=True).start()
 
     def _read_loop(self) -> None:
+        # Bytes are taken from the pipe only while the lock is held (the fd is made
+        # non-blocking; poll waits outside the lock), so no byte is ever "read but not yet
+        # buffered" where :meth:`flush` could miss it: a flush that finds the pipe and the
+        # buffer empty under the lock has really seen everything written before it.
+        os.set_blocking(self._read_fd, False)
+        poller = select.poll()
+        poller.register(self._read_fd, select.POLLIN | select.POLLHUP | select.POLLERR)
         while True:
             try:
-                data = os.read(self._read_fd, _READ)
+                poller.poll()
             except InterruptedError:
                 continue
-            except OSError:
-                data = b""
             with self._cond:
+                try:
+                    data = os.read(self._read_fd, _READ)
+                except (BlockingIOError, InterruptedError):
+                    continue
+                except OSError:
+                    data = b""
                 if not data:
                     self._eof = True
                 elif self._size + len(data) > self.limit:
