@@ -128,7 +128,13 @@ def bridge_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         proc.wait(timeout=10)
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS)
+# server-stateless sends ~20 requests, each a new host behind the stdio bridge: at load it
+# outlasts the suite's fixed 30 s scenario timeout (the bridge's cost, not the host's). It
+# runs natively, without the bridge, in test_conformance_http.py at both spec versions.
+BRIDGED = [s for s in SCENARIOS if s != "server-stateless"]
+
+
+@pytest.mark.parametrize("scenario", BRIDGED)
 def test_conformance_scenario(bridge_url: str, scenario: str, tmp_path: Path) -> None:
     node = _node()
     args = ["server", "--url", bridge_url, "--scenario", scenario]
