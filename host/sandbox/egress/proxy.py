@@ -451,21 +451,8 @@ class EgressProxy:
             headers = [(b"Host", authority.encode("ascii"))]
             headers += [(k, v) for k, v in request.headers if k.lower() not in _HOP_BY_HOP]
             headers.append((b"Connection", b"close"))
-            up_writer.write(
-                upstream.send(h11.Request(method=request.method, target=path, headers=headers))
-                or b""
-            )
-            while True:
-                event = await _next_event(conn, reader)
-                if isinstance(event, h11.Data):
-                    up_writer.write(upstream.send(h11.Data(data=event.data)) or b"")
-                    await up_writer.drain()
-                elif isinstance(event, h11.EndOfMessage):
-                    up_writer.write(upstream.send(h11.EndOfMessage()) or b"")
-                    await up_writer.drain()
-                    break
-                else:
-                    return
+            if not await _send_request(conn, reader, upstream, up_writer, request, path, headers):
+                return
             # The response goes back as it comes; the connection closes after it.
             while data := await up_reader.read(_CHUNK):
                 writer.write(data)
@@ -550,20 +537,8 @@ class EgressProxy:
             await writer.drain()
             return
         upstream = h11.Connection(h11.CLIENT)
-        up_writer.write(
-            upstream.send(h11.Request(method=request.method, target=target, headers=headers)) or b""
-        )
-        while True:
-            event = await _next_event(inner, reader)
-            if isinstance(event, h11.Data):
-                up_writer.write(upstream.send(h11.Data(data=event.data)) or b"")
-                await up_writer.drain()
-            elif isinstance(event, h11.EndOfMessage):
-                up_writer.write(upstream.send(h11.EndOfMessage()) or b"")
-                await up_writer.drain()
-                break
-            else:
-                return
+        if not await _send_request(inner, reader, upstream, up_writer, request, target, headers):
+            return
         masker = secrets.masker()
         try:
             while data := await up_reader.read(_CHUNK):
@@ -608,6 +583,34 @@ async def _next_event(conn: h11.Connection, reader: asyncio.StreamReader) -> Any
         if event is not h11.NEED_DATA:
             return event
         conn.receive_data(await reader.read(_CHUNK))
+
+
+async def _send_request(
+    conn: h11.Connection,
+    reader: asyncio.StreamReader,
+    upstream: h11.Connection,
+    up_writer: asyncio.StreamWriter,
+    request: h11.Request,
+    target: str | bytes,
+    headers: list[tuple[bytes, bytes]],
+) -> bool:
+    """Send ``request``'s head (with ``target`` and ``headers``) and then its body, as the
+    sandbox sends it on ``conn``, to the upstream; False when the sandbox's side ended
+    before the end of the body (nothing more is to be done with this request)."""
+    up_writer.write(
+        upstream.send(h11.Request(method=request.method, target=target, headers=headers)) or b""
+    )
+    while True:
+        event = await _next_event(conn, reader)
+        if isinstance(event, h11.Data):
+            up_writer.write(upstream.send(h11.Data(data=event.data)) or b"")
+            await up_writer.drain()
+        elif isinstance(event, h11.EndOfMessage):
+            up_writer.write(upstream.send(h11.EndOfMessage()) or b"")
+            await up_writer.drain()
+            return True
+        else:
+            return False
 
 
 def _answer(conn: h11.Connection, writer: asyncio.StreamWriter, status: int, reason: str) -> None:
