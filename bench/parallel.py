@@ -1,6 +1,6 @@
 """The speed-up of CPU-bound calls with two workers: a figure, not a test.
 
-tests/test_workers_e2e.py checks that two workers run two calls at the same time (in
+tests/host/workers/test_workers_e2e.py checks that two workers run two calls at the same time (in
 two processes); how much faster that is depends on free cores, so it is measured here:
 two concurrent ``burn`` calls of 1 s CPU each, with ``--workers 1`` and ``--workers 2``,
 in alternation, best of five rounds. About 0.5 is expected on two idle cores.

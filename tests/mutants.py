@@ -57,17 +57,15 @@ class Mutant:
     tests: tuple[str, ...]
 
 
-SECCOMP_TESTS = ("tests/test_sandbox_seccomp_rules.py",)
-PATH_DEPTH_TEST = (
-    "tests/test_builtin_paths.py::test_a_path_of_256_components_is_accepted_and_257_refused"
+SECCOMP_TESTS = ("tests/host/sandbox/test_sandbox_seccomp_rules.py",)
+PATH_DEPTH_TEST = "tests/host/builtins/test_builtin_paths.py::test_a_path_of_256_components_is_accepted_and_257_refused"
+MODERN_APPROVAL_TEST = (
+    "tests/host/methods/test_modern_inputs.py::test_modern_approval_through_elicitation"
 )
-MODERN_APPROVAL_TEST = "tests/test_modern_inputs.py::test_modern_approval_through_elicitation"
-LIST_QUEUE_TEST = "tests/test_pipeline_e2e.py::test_paths_given_as_a_list_are_queued_too"
-EDIT_OVERLAP_TEST = (
-    "tests/test_builtin_edit.py::test_overlapping_occurrences_are_taken_leftmost_and_apart"
-)
-COMMIT_TESTS = "tests/test_commit_order_e2e.py"
-SECRETS_TESTS = "tests/test_sandbox_secrets.py"
+LIST_QUEUE_TEST = "tests/host/calls/test_pipeline_e2e.py::test_paths_given_as_a_list_are_queued_too"
+EDIT_OVERLAP_TEST = "tests/host/builtins/test_builtin_edit.py::test_overlapping_occurrences_are_taken_leftmost_and_apart"
+COMMIT_TESTS = "tests/host/calls/test_commit_order_e2e.py"
+SECRETS_TESTS = "tests/host/sandbox/test_sandbox_secrets.py"
 
 MUTANTS: tuple[Mutant, ...] = (
     Mutant(
@@ -152,35 +150,35 @@ MUTANTS: tuple[Mutant, ...] = (
         "host/tools/rounds.py",
         'if type(payload.get("exp")) is not int or payload["exp"] < time.time():',
         'if type(payload.get("exp")) is not int:',
-        ("tests/test_rounds_state.py",),
+        ("tests/host/tools/test_rounds_state.py",),
     ),
     Mutant(
         "requestState: lives 1,000 times longer",
         "host/tools/rounds.py",
         "body = dict(payload, exp=int(time.time() + self.lifetime))",
         "body = dict(payload, exp=int(time.time() + self.lifetime * 1000))",
-        ("tests/test_rounds_state.py",),
+        ("tests/host/tools/test_rounds_state.py",),
     ),
     Mutant(
         "commands: a timeout fires at four times its limit",
         "host/sandbox/commands.py",
         "with anyio.move_on_after(timeout) as scope:",
         "with anyio.move_on_after(timeout * 4) as scope:",
-        ("tests/test_commands.py::test_the_timeout_fires_at_its_limit_not_later",),
+        ("tests/host/sandbox/test_commands.py::test_the_timeout_fires_at_its_limit_not_later",),
     ),
     Mutant(
         "sandbox: no IPC namespace",
         "host/sandbox/bubblewrap.py",
         '            "--unshare-ipc",\n',
         '            "--die-with-parent",\n',
-        ("tests/test_sandbox_namespaces.py",),
+        ("tests/host/sandbox/test_sandbox_namespaces.py",),
     ),
     Mutant(
         "sandbox: no UTS namespace",
         "host/sandbox/bubblewrap.py",
         '            "--unshare-uts",\n',
         '            "--die-with-parent",\n',
-        ("tests/test_sandbox_namespaces.py",),
+        ("tests/host/sandbox/test_sandbox_namespaces.py",),
     ),
     Mutant(
         "paths: a sibling of the root with the root's name as prefix is inside",
@@ -188,7 +186,7 @@ MUTANTS: tuple[Mutant, ...] = (
         'return p == r or p.startswith(r.rstrip("/") + "/")',
         "return p == r or p.startswith(r)",
         (
-            "tests/test_builtin_paths.py::test_a_sibling_whose_name_starts_with_the_roots_is_outside",
+            "tests/host/builtins/test_builtin_paths.py::test_a_sibling_whose_name_starts_with_the_roots_is_outside",
         ),
     ),
     Mutant(
@@ -196,7 +194,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "host/sandbox/paths.py",
         "    if not is_inside(real, root):\n        raise _outside(path)\n    rel =",
         "    if False:\n        raise _outside(path)\n    rel =",
-        ("tests/test_builtin_paths.py::test_escapes_refused",),
+        ("tests/host/builtins/test_builtin_paths.py::test_escapes_refused",),
     ),
     Mutant(
         "paths: 300 components are allowed",
@@ -225,7 +223,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "    if os.path.dirname(real) != d:",
         "    if not os.path.dirname(real).startswith(os.path.dirname(d)):",
         (
-            "tests/test_sandbox_escape_outputs.py"
+            "tests/escape/test_sandbox_escape_outputs.py"
             "::test_the_file_tools_refuse_another_hosts_full_output_files",
         ),
     ),
@@ -234,28 +232,30 @@ MUTANTS: tuple[Mutant, ...] = (
         "host/sandbox/bubblewrap.py",
         "        if not sandboxed or self.bwrap is None:\n            return WrappedCommand(",
         "        if True:\n            return WrappedCommand(",
-        ("tests/test_sandbox_escape_tmpfs.py",),
+        ("tests/escape/test_sandbox_escape_tmpfs.py",),
     ),
     Mutant(
         "mounts: the host's /tmp instead of a private tmpfs",
         "host/sandbox/bubblewrap.py",
         '("--proc", "", "/proc"), ("--tmpfs", "", "/tmp")]',
         '("--proc", "", "/proc"), ("--bind", "/tmp", "/tmp")]',
-        ("tests/test_sandbox_escape.py::test_private_tmp_is_emptied_between_commands",),
+        ("tests/escape/test_sandbox_escape.py::test_private_tmp_is_emptied_between_commands",),
     ),
     Mutant(
         "mounts: /dev stays writable",
         "host/sandbox/bubblewrap.py",
         'return [*sorted(ops, key=lambda op: _depth(op[2])), ("--remount-ro", "", "/dev")]',
         "return sorted(ops, key=lambda op: _depth(op[2]))",
-        ("tests/test_sandbox_escape_tmpfs.py::test_dev_holds_no_files_but_its_devices_work",),
+        (
+            "tests/escape/test_sandbox_escape_tmpfs.py::test_dev_holds_no_files_but_its_devices_work",
+        ),
     ),
     Mutant(
         "mounts: extra_ro_paths are bound writable",
         "host/sandbox/bubblewrap.py",
         'ops += [("--ro-bind", p, p) for p in self.settings.extra_ro_paths]',
         'ops += [("--bind", p, p) for p in self.settings.extra_ro_paths]',
-        ("tests/test_sandbox.py::test_extra_paths",),
+        ("tests/host/sandbox/test_sandbox.py::test_extra_paths",),
     ),
     Mutant(
         "mounts: the full-output directory is bound writable",
@@ -263,7 +263,7 @@ MUTANTS: tuple[Mutant, ...] = (
         'ops += [("--ro-bind", p, p) for p in outputs.sandbox_ro_paths()]',
         'ops += [("--bind", p, p) for p in outputs.sandbox_ro_paths()]',
         (
-            "tests/test_sandbox_escape_outputs.py"
+            "tests/escape/test_sandbox_escape_outputs.py"
             "::test_a_sandboxed_command_cannot_change_a_full_output_file",
         ),
     ),
@@ -273,7 +273,7 @@ MUTANTS: tuple[Mutant, ...] = (
         '            ("--ro-bind", p, p)\n            for p in self.protected_paths',
         '            ("--bind", p, p)\n            for p in self.protected_paths',
         (
-            "tests/test_sandbox_escape_inputs.py"
+            "tests/escape/test_sandbox_escape_inputs.py"
             "::test_a_sandboxed_command_cannot_change_the_host_inputs",
         ),
     ),
@@ -282,7 +282,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "host/calls/pipeline.py",
         "            if not decision.allowed:",
         "            if False:",
-        ("tests/test_pipeline_e2e.py::test_a_denied_approval_never_runs_the_tool",),
+        ("tests/host/calls/test_pipeline_e2e.py::test_a_denied_approval_never_runs_the_tool",),
     ),
     Mutant(
         "approval: a declined or cancelled form allows the call",
@@ -297,7 +297,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "if self.names and self.known and tool.name not in self.known:",
         "if False:",
         (
-            "tests/test_sandbox_escape_inputs.py"
+            "tests/escape/test_sandbox_escape_inputs.py"
             "::test_approve_names_also_covers_tools_a_reload_adds",
         ),
     ),
@@ -306,7 +306,9 @@ MUTANTS: tuple[Mutant, ...] = (
         "host/calls/approval.py",
         'key = APPROVAL_KEY if call.batch_id is None else f"{APPROVAL_KEY}/{call_key(call.id)}"',
         "key = APPROVAL_KEY",
-        ("tests/test_modern_inputs.py::test_modern_batch_asks_once_per_call_in_source_order",),
+        (
+            "tests/host/methods/test_modern_inputs.py::test_modern_batch_asks_once_per_call_in_source_order",
+        ),
     ),
     Mutant(
         "approval keys: ids differing in type share a key",
@@ -314,7 +316,7 @@ MUTANTS: tuple[Mutant, ...] = (
         '    return _json.dumps(call_id).decode("utf-8")',
         "    return str(call_id)",
         (
-            "tests/test_sandbox_escape_approvals.py"
+            "tests/escape/test_sandbox_escape_approvals.py"
             "::test_batch_ids_differing_in_type_get_an_approval_each",
         ),
     ),
@@ -330,7 +332,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "host/tools/rounds.py",
         "        if not any(hmac.compare_digest(_mac(key, raw), mac) for key in self._keys):",
         "        if False:",
-        ("tests/test_modern_inputs.py::test_tampered_or_foreign_state_is_an_error",),
+        ("tests/host/methods/test_modern_inputs.py::test_tampered_or_foreign_state_is_an_error",),
     ),
     Mutant(
         "requestState: a state is taken for another request",
@@ -345,7 +347,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "    if asking:\n",
         "    if False:\n",
         (
-            "tests/test_modern_inputs.py"
+            "tests/host/methods/test_modern_inputs.py"
             "::test_modern_batch_that_asks_runs_none_of_its_calls_until_the_answers",
         ),
     ),
@@ -369,7 +371,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "                and not self._sub_valid(declared, None)\n",
         "                and True\n",
         (
-            "tests/test_null_arguments_e2e.py"
+            "tests/host/tools/test_null_arguments_e2e.py"
             "::test_null_for_a_nullable_optional_parameter_stays_null",
         ),
     ),
@@ -393,7 +395,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "RESTART_BACKOFF = (0.0, 0.1,",
         "RESTART_BACKOFF = (8.0, 0.1,",
         (
-            "tests/test_workers_health.py"
+            "tests/host/workers/test_workers_health.py"
             "::test_after_one_crash_the_next_call_is_served_without_a_pause",
         ),
     ),

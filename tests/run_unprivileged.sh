@@ -20,7 +20,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$(pwd -P)
 # Arguments, when given, replace the files (e.g. one test file while working on it).
-if [ $# -gt 0 ]; then FILES=("$@"); else FILES=(tests/test_sandbox*.py tests/test_commands.py); fi
+if [ $# -gt 0 ]; then FILES=("$@"); else FILES=(tests/escape/test_*.py tests/host/sandbox/test_sandbox*.py tests/host/sandbox/test_commands.py tests/host/workers/test_sandbox_worker_template.py); fi
 TEST_UID=${TOOLWIRE_TEST_UID:-65534}
 TEST_GID=${TOOLWIRE_TEST_GID:-65534}
 

@@ -11,7 +11,7 @@ has every such character replaced by an escape that names it, so what the user r
 what runs.
 
 :data:`HIDDEN` matches exactly these characters (Unicode categories Cc, Cf, Cs, Zl, Zp,
-as of Unicode 15.0; tests/test_sandbox_escape_approvals.py checks it against :mod:`unicodedata`).
+as of Unicode 15.0; tests/escape/test_sandbox_escape_approvals.py checks it against :mod:`unicodedata`).
 
 Standard library only.
 """

@@ -13,7 +13,7 @@ format checks: ``regex`` for ``pattern`` and ``patternProperties`` names):
   ``$id``, anchors, ``$vocabulary``, a non-JSON value, very deep nesting): the caller runs
   the full check.
 
-tests/test_metacheck.py holds this verdict equal to jsonschema's on random schemas.
+tests/host/schema/test_metacheck.py holds this verdict equal to jsonschema's on random schemas.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ tasks/skills extensions (the host offers tools only).
 ``Last-Event-ID`` only once the server has ended the stream mid-call, which needs a way
 for a tool to make the host end its connection: the host has none (it never closes a
 stream by itself), so that check reports INFO. Resumption after a dropped connection is
-tested in tests/test_http.py.
+tested in tests/host/serve/test_http.py.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Tools for the agent-loop, batch and approval tests (tests/test_agent.py, tests/test_client_*.py)."""
+"""Tools for the agent-loop, batch and approval tests (tests/client/test_agent.py, tests/test_client_*.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Tools for the approval-binding tests (tests/test_sandbox_escape_approvals.py).
+"""Tools for the approval-binding tests (tests/escape/test_sandbox_escape_approvals.py).
 
 * ``mark`` leaves a file behind, proof that a call ran (the tests approve some calls
   and deny others);

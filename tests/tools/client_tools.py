@@ -1,4 +1,4 @@
-"""Tools for the client tests (tests/test_client.py, tests/test_cli.py)."""
+"""Tools for the client tests (tests/client/test_client.py, tests/client/test_cli.py)."""
 
 from __future__ import annotations
 

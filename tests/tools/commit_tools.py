@@ -1,4 +1,4 @@
-"""Tools for tests/test_commit_order_e2e.py: a change made at ``ctx.commit()``.
+"""Tools for tests/host/calls/test_commit_order_e2e.py: a change made at ``ctx.commit()``.
 
 Each writes ``path`` only when ``ctx.commit()`` says it may, and always leaves
 ``path + ".ended"`` behind when its handler is over, so a test sees what happened

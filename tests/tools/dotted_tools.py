@@ -1,4 +1,4 @@
-"""A tool whose MCP name no OpenAI-compatible API accepts as it is (tests/test_provider_http.py)."""
+"""A tool whose MCP name no OpenAI-compatible API accepts as it is (tests/client/test_provider_http.py)."""
 
 from __future__ import annotations
 

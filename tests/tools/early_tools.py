@@ -1,4 +1,4 @@
-"""Tools for tests/test_workers_early.py: calls a host may send to their worker as soon as
+"""Tools for tests/host/workers/test_workers_early.py: calls a host may send to their worker as soon as
 it reads them, and calls it must not (a before hook or an approval comes first).
 
 ``note`` appends its word to a file, so a call that ran in the worker leaves a trace

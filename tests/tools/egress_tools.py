@@ -1,4 +1,4 @@
-"""A tool that fetches a URL, for the egress tests of tool modules (tests/test_sandbox_egress.py).
+"""A tool that fetches a URL, for the egress tests of tool modules (tests/host/sandbox/test_sandbox_egress.py).
 
 It runs in a sandboxed worker process, whose environment points urllib at the egress
 relay; ``[network.modules.egress_tools]`` adds to what it may reach.

@@ -1,4 +1,4 @@
-"""A tool that asks the client with the form it is given (tests/test_e2e_elicit_schema.py)."""
+"""A tool that asks the client with the form it is given (tests/host/schema/test_e2e_elicit_schema.py)."""
 
 from __future__ import annotations
 

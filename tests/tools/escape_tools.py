@@ -1,5 +1,5 @@
 """A tool whose output, details and progress hold terminal escape sequences and rich
-markup (tests/test_cli_terminal_escapes.py)."""
+markup (tests/client/test_cli_terminal_escapes.py)."""
 
 from __future__ import annotations
 

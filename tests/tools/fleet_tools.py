@@ -1,4 +1,4 @@
-"""A tool for the fleet chaos test (tests/test_fleet_chaos.py): a call that is known to be
+"""A tool for the fleet chaos test (tests/host/serve/test_fleet_chaos.py): a call that is known to be
 in flight on one replica when that replica is killed."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Escape attempts made from Python handler code (tests/test_sandbox_escape_handlers.py).
+"""Escape attempts made from Python handler code (tests/escape/test_sandbox_escape_handlers.py).
 
 Each tool tries one thing a malicious or careless tool module could do from inside its
 handler and reports, in its result text, what happened: ``READ_OK``/``WROTE``/

@@ -1,4 +1,4 @@
-"""A second tool module for tests/test_sandbox_escape_handlers.py: a call that stays
+"""A second tool module for tests/escape/test_sandbox_escape_handlers.py: a call that stays
 in flight in its own worker while another module's handler misbehaves."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """A tool that echoes its arguments as JSON, with parameters of every schema shape
-``toolwire call k=v`` must follow (tests/test_cli_call_values.py)."""
+``toolwire call k=v`` must follow (tests/client/test_cli_call_values.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Tools that hold memory, for tests/test_sandbox_escape_memory.py.
+"""Tools that hold memory, for tests/escape/test_sandbox_escape_memory.py.
 
 Served in a worker process (``--isolation process``) under the sandbox. Each tool holds
 at most :data:`CAP_MIB` MiB however it is called, so a test whose memory limit does not

@@ -1,4 +1,4 @@
-"""Custom tools for tests/test_null_arguments_e2e.py: each writes a file in the root."""
+"""Custom tools for tests/host/tools/test_null_arguments_e2e.py: each writes a file in the root."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Tools and hooks for the end-to-end tests of the call pipeline (tests/test_pipeline_e2e.py).
+"""Tools and hooks for the end-to-end tests of the call pipeline (tests/host/calls/test_pipeline_e2e.py).
 
 Side channels: tools write marker files into a directory the test names, and report
 their own start/end times (the host's monotonic clock), so a test can see what ran and

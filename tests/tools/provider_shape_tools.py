@@ -1,5 +1,5 @@
 """Tools with the input schemas and results providers refuse unless the adapters fix
-them (tests/test_provider_shapes.py): arrays without ``items``, tuples, root
+them (tests/client/test_provider_shapes.py): arrays without ``items``, tuples, root
 alternatives, an enum with an empty member, an error result with no content."""
 
 from __future__ import annotations

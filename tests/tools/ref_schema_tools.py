@@ -1,4 +1,4 @@
-"""Tools whose input schemas use ``$defs``/``$ref`` (tests/test_e2e_ref_schemas.py).
+"""Tools whose input schemas use ``$defs``/``$ref`` (tests/host/schema/test_e2e_ref_schemas.py).
 
 A single pydantic-model parameter makes the model's schema the input schema: for a
 recursive model pydantic writes its root as a ``$ref`` into ``$defs``.

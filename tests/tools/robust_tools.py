@@ -1,4 +1,4 @@
-"""Tools that misbehave in ways a host must survive (tests/test_e2e_robustness.py)."""
+"""Tools that misbehave in ways a host must survive (tests/e2e/test_e2e_robustness.py)."""
 
 from __future__ import annotations
 

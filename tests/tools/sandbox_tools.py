@@ -1,5 +1,5 @@
 """Custom tools that use the host's file and process rules through ``ctx.env``
-(for tests/test_sandbox.py)."""
+(for tests/host/sandbox/test_sandbox.py)."""
 
 from toolwire.host import ToolContext, run_in_env, tool
 

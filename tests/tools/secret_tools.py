@@ -1,5 +1,5 @@
 """A tool that repeats an environment variable of its process in its progress and its result,
-for the redaction tests of masked credentials (tests/test_sandbox_secrets.py).
+for the redaction tests of masked credentials (tests/host/sandbox/test_sandbox_secrets.py).
 
 Run with ``--isolation none``: the host's own environment, where a ``[secrets]`` value
 read from ``env`` is.

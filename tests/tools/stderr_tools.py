@@ -1,4 +1,4 @@
-"""A tool that writes megabytes to stdout or stderr (tests/test_e2e_stderr.py): in the
+"""A tool that writes megabytes to stdout or stderr (tests/e2e/test_e2e_stderr.py): in the
 host both reach the host's stderr, which the test's client never reads."""
 
 from __future__ import annotations

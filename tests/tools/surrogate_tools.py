@@ -1,7 +1,7 @@
 """Tools that put a lone surrogate (U+DCFF, what a file name that is not UTF-8 decodes
 to) in every part of what a host sends: a result's text, its structured content, an
 error, a log message, a progress message and the tool's own definition
-(tests/test_e2e_surrogates.py)."""
+(tests/e2e/test_e2e_surrogates.py)."""
 
 from __future__ import annotations
 

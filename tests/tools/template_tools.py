@@ -1,4 +1,4 @@
-"""Tools for tests/test_sandbox_worker_template.py: what a worker forked from its
+"""Tools for tests/host/workers/test_sandbox_worker_template.py: what a worker forked from its
 module's template can see of itself, and a way to crash it."""
 
 from __future__ import annotations
