@@ -273,7 +273,39 @@ def parse_call_arguments(
     for key, text in pairs:
         prop = props.get(key) if isinstance(props, dict) else None
         out[key] = convert_value(key, text, accepted_types(prop, schema))
+    undeclared = [key for key in out if key not in declared_fields(schema)]
+    if undeclared and declared_fields(schema):
+        names = ", ".join(sorted(declared_fields(schema)))
+        raise UsageError(
+            f"the tool takes no argument {', '.join(repr(k) for k in undeclared)}"
+            f" (its arguments: {names}); the host would drop it unseen"
+        )
     return out
+
+
+_OPEN_KEYWORDS = ("additionalProperties", "patternProperties", "unevaluatedProperties")
+
+
+def declared_fields(schema: Any) -> frozenset[str]:
+    """The argument names a tool's input schema declares when it admits no others, else
+    an empty set (nothing to check).
+
+    The host drops top-level fields the schema does not declare (protocol.md §10.1), so a
+    misspelt ``k=v`` on the command line would vanish without a word. Checked only for a
+    plain root: ``properties`` and none of ``additionalProperties``,
+    ``patternProperties``, ``unevaluatedProperties`` (other than ``false``), ``$ref``,
+    ``allOf``, ``anyOf``, ``oneOf``; for anything else the host decides alone.
+    """
+    if not isinstance(schema, dict):
+        return frozenset()
+    props = schema.get("properties")
+    if not isinstance(props, dict) or not props:
+        return frozenset()
+    if any(k in schema for k in ("$ref", "allOf", "anyOf", "oneOf")):
+        return frozenset()
+    if any(k in schema and schema[k] is not False for k in _OPEN_KEYWORDS):
+        return frozenset()
+    return frozenset(props)
 
 
 def _is_call_item(word: str) -> bool:
@@ -283,17 +315,9 @@ def _is_call_item(word: str) -> bool:
 
 
 def _option_action(parser: argparse.ArgumentParser, word: str) -> argparse.Action | None:
-    """The option ``word`` (``--tools``, ``--tim`` abbreviated, ``--root=x``) names in
-    ``parser``, or None (not an option of it, or an ambiguous abbreviation)."""
-    name = word.partition("=")[0]
-    actions = parser._option_string_actions
-    if name in actions:
-        return actions[name]
-    if name.startswith("--"):
-        found = {actions[o] for o in actions if o.startswith(name)}
-        if len(found) == 1:
-            return found.pop()
-    return None
+    """The option ``word`` (``--tools``, ``--root=x``) names in ``parser``, or None (not
+    an option of it: the parsers take no abbreviations)."""
+    return parser._option_string_actions.get(word.partition("=")[0])
 
 
 def split_call_argv(
@@ -374,8 +398,11 @@ def _version() -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     """The parser of ``toolwire`` (``serve`` is forwarded before parsing)."""
+    # No abbreviations anywhere: `--tool` for `--tools` is a mistake to report, not a
+    # guess to act on (and a later option could make the guess mean something else).
     p = argparse.ArgumentParser(
         prog="toolwire",
+        allow_abbrev=False,
         description="toolwire: a JSON-RPC tool host (MCP tool subset) and its client.",
     )
     p.add_argument(
@@ -385,14 +412,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="print the installed version and exit",
     )
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    sub_kwargs: dict[str, Any] = {"allow_abbrev": False}
     sub.add_parser(
         "serve",
+        **sub_kwargs,
         help="run the host on stdin/stdout (see 'toolwire serve --help')",
         add_help=False,
     )
 
     lp = sub.add_parser(
         "list",
+        **sub_kwargs,
         help="list the tools a host offers, or show one tool's whole definition",
         epilog=LIST_EPILOG,
     )
@@ -406,6 +436,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     cp = sub.add_parser(
         "call",
+        **sub_kwargs,
         help="call one tool and print its result",
         epilog=CALL_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -436,6 +467,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     ap = sub.add_parser(
         "agent",
+        **sub_kwargs,
         help="let a model (OpenAI-compatible endpoint) use the host's tools",
         description="Run the agent loop: the model calls the host's tools until it is done. "
         "With a PROMPT, one run; without, an interactive session (an empty line ends it).",
@@ -460,7 +492,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--max-turns", type=int, default=25, help="model calls per prompt at most")
     add_host_options(ap, approval=True)
 
-    dp = sub.add_parser("demo", help="watch a recorded coding session fix a bug through the host")
+    dp = sub.add_parser(
+        "demo", **sub_kwargs, help="watch a recorded coding session fix a bug through the host"
+    )
     dp.add_argument("--keep", action="store_true", help="keep the project copy and print its path")
     dp.add_argument("--fast", action="store_true", help="no pauses between steps")
     dp.add_argument(

@@ -30,7 +30,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     process with the host's exit code; the other subcommands return the client command
     line's exit code (0 ok, 1 error result, 2 usage error, 3 host failure).
     """
-    args = list(sys.argv[1:] if argv is None else argv)
+    args = _verbose_after_the_subcommand(list(sys.argv[1:] if argv is None else argv))
     if args and args[0] == "serve":
         from toolwire.host.sandbox.importpath import scrub_at_entry
 
@@ -42,6 +42,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     from toolwire.client.cli import main as client_main
 
     return client_main(args)
+
+
+_VERBOSE = ("-v", "--verbose")
+_TAKES_VERBOSE = ("list", "call", "agent")
+
+
+def _verbose_after_the_subcommand(args: list[str]) -> list[str]:
+    """``toolwire -v list`` as ``toolwire list -v``: ``-v`` belongs to the subcommands
+    that start a host, and users put it first as often as after. Only leading ``-v``
+    words before one of those subcommands move; anything else is left for the parser
+    to accept or refuse."""
+    lead = 0
+    while lead < len(args) and args[lead] in _VERBOSE:
+        lead += 1
+    if lead and lead < len(args) and args[lead] in _TAKES_VERBOSE:
+        return [args[lead], *args[:lead], *args[lead + 1 :]]
+    return args
 
 
 if __name__ == "__main__":  # pragma: no cover - ``python -m toolwire.cli``

@@ -522,6 +522,17 @@ class Session:
                             # close_when_answered(): answer everything, then close.
                             await self.settle(*self._finish)
                         # EOF or close(): interrupt whatever is still running.
+                        if self._in_flight and not self._closing:
+                            # The peer's input ended under running requests: say so,
+                            # or their cancellation leaves no trace anywhere.
+                            ids = sorted(map(repr, self._in_flight))
+                            log.warning(
+                                "%s: input ended with %d request(s) still running "
+                                "(ids %s): cancelled",
+                                self.name,
+                                len(ids),
+                                ", ".join(ids[:10]) + (", ..." if len(ids) > 10 else ""),
+                            )
                         self.close()
                 finally:
                     self.close()

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -225,7 +226,25 @@ def read_token_file(path: str | os.PathLike[str]) -> str:
         raise ValueError(f"cannot read token file {path}: {exc.strerror}") from None
     if not token:
         raise ValueError(f"token file {path} is empty")
+    _warn_if_others_can_read(path)
     return token
+
+
+def _warn_if_others_can_read(path: str | os.PathLike[str]) -> None:
+    """One line on stderr when group or others may read a secret file (as ssh says of a
+    private key, though only a warning here: containers mount secrets 0644 as often as
+    not, and the file may sit where nobody else can reach it). Written before the host's
+    logging is set up, with the prefix of its other start-up lines."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return
+    if mode & 0o077:
+        print(
+            f"toolwire serve: warning: token file {path} can be read by other users"
+            f" (mode {mode & 0o777:03o}): chmod 600 {path}",
+            file=sys.stderr,
+        )
 
 
 def add_http_arguments(p: argparse.ArgumentParser) -> None:

@@ -120,6 +120,7 @@ def _worker_count(text: str) -> int:
 def build_parser(prog: str = "toolwire serve") -> argparse.ArgumentParser:
     """The argument parser of ``toolwire serve``."""
     p = argparse.ArgumentParser(
+        allow_abbrev=False,
         prog=prog,
         description="Run the toolwire host: JSON-RPC 2.0 (MCP tool subset) on stdin/stdout.",
     )

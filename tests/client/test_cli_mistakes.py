@@ -109,16 +109,39 @@ def test_k_v_after_tools_is_an_argument_not_a_module(project: Path) -> None:
     assert (out.returncode, out.stdout) == (0, "X=Y\n"), out.stderr
 
 
+def test_a_misspelt_argument_name_is_refused_not_dropped(project: Path) -> None:
+    # The host drops fields its schema does not declare (protocol.md §10.1): from the
+    # command line that would make `txt=hi` vanish unseen, so the CLI refuses it first.
+    out = run("call", "shout", "txt=hi", "--no-builtins", "--tools", "shout.py", cwd=project)
+    line = one_line(out)
+    assert out.returncode == 2, out.stderr
+    assert "'txt'" in line and "its arguments: text" in line, line
+    out = run(
+        "call", "shout", '{"text": "a", "loud": 1}', "--no-builtins", "--tools", "shout.py",
+        cwd=project,
+    )  # fmt: skip
+    assert out.returncode == 2 and "'loud'" in one_line(out), out.stderr
+
+
+def test_an_abbreviated_option_is_refused(project: Path) -> None:
+    # `--tool` for `--tools` (or `--roo` for `--root`) is a usage error, not a guess.
+    out = run("call", "shout", "text=hi", "--no-builtins", "--tool", "shout.py", cwd=project)
+    assert out.returncode == 2, out.stderr
+    assert "--tool" in out.stderr and "HI" not in out.stdout, out.stderr
+    out = run("serve", "--no-builtin", cwd=project, stdin="")
+    assert out.returncode == 2 and "--no-builtin" in out.stderr, out.stderr
+
+
 def test_split_call_argv_keeps_option_values() -> None:
     call = build_parser()._subparsers._group_actions[0].choices["call"]  # type: ignore[union-attr]
     rest, items = split_call_argv(
         call,
         ["read", "--root", "a=b", "--tools", "t.py", "m", "n=1", "--args-json", "{}", "x=2",
-         "--timeout=5", "--tim", "3", "{\"y\": 1}"],
+         "--timeout=5", "--timeout", "3", "{\"y\": 1}"],
     )  # fmt: skip
     assert items == ["n=1", "x=2", '{"y": 1}']
     assert rest == ["read", "--root", "a=b", "--tools", "t.py", "m", "--args-json", "{}",
-                    "--timeout=5", "--tim", "3"]  # fmt: skip
+                    "--timeout=5", "--timeout", "3"]  # fmt: skip
 
 
 @pytest.mark.parametrize("command", ["list", "agent"])
@@ -343,6 +366,15 @@ def test_list_and_call_do_not_show_the_host_banner(project: Path) -> None:
         out = run(*args, cwd=project)
         assert out.returncode == 0, out.stderr
         assert "toolwire serve:" not in out.stderr, out.stderr
+
+
+def test_verbose_may_come_before_the_subcommand(project: Path) -> None:
+    # `toolwire -v list` as `toolwire list -v` (users put it first as often as after).
+    loud = run("-v", "list", cwd=project)
+    assert loud.returncode == 0, loud.stderr
+    if "toolwire serve: commands run sandboxed" not in loud.stderr:
+        pytest.skip("no sandbox here, so the host prints no start banner to show")
+    assert "ls" in loud.stdout
 
 
 def test_the_hosts_warnings_still_reach_the_user(project: Path) -> None:

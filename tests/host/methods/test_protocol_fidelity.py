@@ -396,6 +396,9 @@ def test_stdin_closed_without_exit_ends_the_host_and_its_workers(tmp_path: Path)
         h.close()
     assert code == 0, h.stderr  # not signalled, not the watchdog's exit
     assert "exiting now" not in h.stderr, h.stderr  # the watchdog's last resort not needed
+    # The held call was cancelled by the end of input: one line says so.
+    ended = [line for line in h.stderr.splitlines() if "input ended with" in line]
+    assert len(ended) == 1 and "'held'" in ended[0] and "cancelled" in ended[0], h.stderr
     assert took < start_took, (took, start_took)
     wait_until(lambda: worker_pids(tmp_path) == [], PROMPT, "no worker left behind")
 

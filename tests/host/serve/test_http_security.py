@@ -168,3 +168,20 @@ def test_ipv6_loopback_listen(tmp_path: Path, value: str) -> None:
         assert h.url.startswith("http://[::1]:")
         body, headers = modern_request(1, "tools/list")
         assert httpx.post(h.url, json=body, headers=headers).status_code == 200
+
+
+def test_a_token_file_others_can_read_is_warned_about(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from toolwire.host.serve.httpconfig import read_token_file
+
+    token = tmp_path / "token"
+    token.write_text("s3cret\n")
+    token.chmod(0o600)
+    assert read_token_file(token) == "s3cret"
+    assert capsys.readouterr().err == ""
+    token.chmod(0o640)
+    assert read_token_file(token) == "s3cret"
+    err = capsys.readouterr().err
+    assert "can be read by other users (mode 640)" in err and "chmod 600" in err, err
+    assert "s3cret" not in err
