@@ -31,7 +31,7 @@ demo: $(STAMP)
 TEST_WORKERS ?= auto
 test: $(STAMP)
 	@first=0; second=0; start=$$(date +%s); \
-	$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) || first=$$?; \
+	$(PY) -m pytest -q -p no:cacheprovider --durations=15 -n $(TEST_WORKERS) || first=$$?; \
 	mid=$$(date +%s); \
 	tests/run_unprivileged.sh || second=$$?; \
 	end=$$(date +%s); \
