@@ -16,7 +16,7 @@ from typing import Any, Literal
 from toolwire.framing import DEFAULT_MAX_MESSAGE_SIZE
 
 from ..sandbox.settings import SandboxSettings
-from .config import load_config_file
+from .config import ConfigError, key_line, load_config_file
 from .fleet import (
     FleetSettings,
     add_fleet_arguments,
@@ -228,16 +228,55 @@ def build_parser(prog: str = "toolwire serve") -> argparse.ArgumentParser:
     return p
 
 
+_FLAG_KEYS: dict[str, tuple[str, str, str]] = {
+    "--token-file": ("token_file", "http", "token_file"),
+    "--http": ("http", "http", "listen"),
+    "--state-keys": ("state_keys", "fleet", "state_keys"),
+    "--audience": ("audience", "fleet", "audience"),
+    "--bus": ("bus", "fleet", "bus"),
+}
+"""Flags whose refusals name the flag: option → (its ``ns`` attribute, the config table
+and key that give the same setting)."""
+
+
 def config_from_args(ns: argparse.Namespace) -> HostConfig:
     """Build a :class:`HostConfig` from parsed ``toolwire serve`` arguments.
 
     Settings come from, in increasing priority: defaults, the ``--config`` file,
-    the command line.
+    the command line. A refused value that came from the file is reported as
+    ``FILE:LINE: [table] key ...``, not under the flag the user never typed.
 
     Raises:
         toolwire.host.serve.config.ConfigError: the config file is unusable.
         ValueError: a setting has an invalid value.
     """
+    try:
+        return _config_from_args(ns)
+    except ConfigError:
+        raise
+    except ValueError as exc:
+        raise ValueError(_from_the_file(ns, str(exc))) from None
+
+
+def _from_the_file(ns: argparse.Namespace, message: str) -> str:
+    """``message`` with its leading flag replaced by the config file's place of the
+    setting, when the value came from the file (see :data:`_FLAG_KEYS`)."""
+    config = getattr(ns, "config", None)
+    flag = message.split(" ", 1)[0].rstrip(":")
+    if config is None or flag not in _FLAG_KEYS or getattr(ns, _FLAG_KEYS[flag][0], None):
+        return message
+    _, table, key = _FLAG_KEYS[flag]
+    try:
+        text = Path(config).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return message
+    line = key_line(text, [table, key])
+    if line is None:
+        return message
+    return f"{config}:{line}: [{table}] {key}{message[len(flag) :]}"
+
+
+def _config_from_args(ns: argparse.Namespace) -> HostConfig:
     tables: dict[str, dict[str, Any]] = {"host": {}, "sandbox": {}, "approval": {}, "workers": {}}
     if getattr(ns, "config", None) is not None:
         tables = load_config_file(ns.config)

@@ -288,6 +288,25 @@ def test_config_errors_are_one_line_each_and_exit_2(project: Path) -> None:
         ]
 
 
+def test_a_refused_file_setting_names_the_file_and_line_not_a_flag(project: Path) -> None:
+    # The value came from toolwire.toml, so the refusal points there (not at --token-file,
+    # which the user never typed); the same value given as a flag still names the flag.
+    (project / "tok").write_text("t0ken\n")
+    (project / "tok").chmod(0o600)
+    (project / "toolwire.toml").write_text(
+        '[host]\nroot = "."\n\n[http]\nlisten = "127.0.0.1:0"\ntoken_file = "tok"\n'
+    )
+    out = run("serve", "--config", "toolwire.toml", cwd=project, stdin="")
+    line = one_line(out)
+    assert out.returncode == 2, out.stderr
+    assert line.startswith("toolwire serve: toolwire.toml:6: [http] token_file tok lies inside"), (
+        line
+    )
+    out = run("serve", "--root", ".", "--http", "127.0.0.1:0", "--token-file", "tok",
+              cwd=project, stdin="")  # fmt: skip
+    assert out.returncode == 2 and "--token-file tok lies inside" in one_line(out), out.stderr
+
+
 def test_a_valid_config_file_still_configures_the_host(project: Path) -> None:
     (project / "toolwire.toml").write_text(
         '[host]\ntools = ["shout.py"]\nbuiltins = false\n[approval]\npolicy = "destructive"\n'
