@@ -66,8 +66,14 @@ export function readMarker(path) {
   }
 }
 
-/** Reject with a labelled error when `promise` takes longer than `seconds`. */
+/** How many times longer than its nominal limit `within` waits: the limits only catch a
+ * host that never answers, and a loaded machine (load 10 and more on 2 cores) stretches a
+ * normal answer well past a few seconds. */
+const PATIENCE = Number(process.env.TOOLWIRE_INTEROP_PATIENCE ?? 6);
+
+/** Reject with a labelled error when `promise` takes longer than `seconds` × PATIENCE. */
 export function within(promise, seconds, label) {
+  seconds *= PATIENCE;
   let timer;
   const limit = new Promise((_, reject) => {
     timer = setTimeout(() => reject(new Error(`${label}: no answer within ${seconds} s`)), seconds * 1000);

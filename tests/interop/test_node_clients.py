@@ -47,7 +47,7 @@ INSPECTOR_CLI = NODE_MODULES / "@modelcontextprotocol" / "inspector-cli" / "buil
 
 MIN_NODE_MAJOR = 20
 NPM_CI_TIMEOUT = 600.0  # seconds
-SCRIPT_TIMEOUT = 60.0  # seconds, per Node script run
+SCRIPT_TIMEOUT = 300.0  # seconds, per Node script run: catches a hang, not a slow machine
 
 
 def host_args(root: Path, *extra_tools: Path) -> list[str]:

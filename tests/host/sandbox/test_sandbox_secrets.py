@@ -163,7 +163,7 @@ class _Box:
 
     def run(self, command: str) -> str:
         self.host.drain()
-        out = text_of(self.host.call("bash", {"command": command}, timeout=120))
+        out = text_of(self.host.call("bash", {"command": command}, timeout=300))
         # No attempt may even bring a real value back to be redacted.
         assert "redacted]" not in out, out
         assert MARK not in out, out
