@@ -342,6 +342,7 @@ def split_call_argv(
     rest: list[str] = []
     items: list[str] = []
     named = False
+    last_list: tuple[int, int] | None = None  # where the last --tools-like list lies in rest
     i = 0
     while i < len(argv):
         word = argv[i]
@@ -365,15 +366,25 @@ def split_call_argv(
                 rest += argv[i : i + count]
                 i += count
             elif nargs in ("+", "*"):
+                start = len(rest)
                 while i < len(argv) and not argv[i].startswith("-") and not _is_call_item(argv[i]):
                     rest.append(argv[i])
                     i += 1
+                last_list = (start, len(rest))
             continue
         if _is_call_item(word) or named:
             items.append(word)
         else:
             rest.append(word)
             named = True
+    if not named and last_list is not None and last_list[1] - last_list[0] > 1:
+        # `call --tools a.py NAME k=v`: the list swallowed the tool's name. Its last
+        # word, when it is no file, is the name (a module name there would leave the
+        # call without one, which argparse refuses anyway).
+        word = rest[last_list[1] - 1]
+        if not Path(word).exists():
+            del rest[last_list[1] - 1]
+            rest += ["--", word]
     return rest, items
 
 

@@ -132,6 +132,16 @@ def test_an_abbreviated_option_is_refused(project: Path) -> None:
     assert out.returncode == 2 and "--no-builtin" in out.stderr, out.stderr
 
 
+def test_a_tools_list_before_the_name_gives_the_name_back(project: Path) -> None:
+    # `call --tools shout.py shout text=hi`: the --tools list would take `shout` as a
+    # second module; the last word that is no file is the tool's name.
+    out = run("call", "--no-builtins", "--tools", "shout.py", "shout", "text=hi", cwd=project)
+    assert (out.returncode, out.stdout) == (0, "HI\n"), out.stderr
+    # A name that is a file stays a --tools value (the call then lacks a name: usage).
+    out = run("call", "--no-builtins", "--tools", "shout.py", "shout.py", cwd=project)
+    assert out.returncode == 2, out.stderr
+
+
 def test_split_call_argv_keeps_option_values() -> None:
     call = build_parser()._subparsers._group_actions[0].choices["call"]  # type: ignore[union-attr]
     rest, items = split_call_argv(
