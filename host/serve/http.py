@@ -708,6 +708,14 @@ async def serve_http(
     )
     server = uvicorn.Server(uv_config)
 
+    def not_after_a_failed_start(record: logging.LogRecord) -> bool:
+        # A failed start is reported once, by serve's own one line (the StartupError
+        # below): uvicorn's lifespan would print the same reason again, then its own.
+        return app.startup_error is None
+
+    uvicorn_log = logging.getLogger("uvicorn.error")  # configured by uvicorn.Config above
+    uvicorn_log.addFilter(not_after_a_failed_start)
+
     async def announce() -> None:
         while not server.started and not server.should_exit:
             await anyio.sleep(0.01)
@@ -727,6 +735,7 @@ async def serve_http(
             if app.startup_error is None:
                 raise
         tg.cancel_scope.cancel()
+    uvicorn_log.removeFilter(not_after_a_failed_start)
     if app.startup_error is not None:
         if isinstance(app.startup_error, StartupError):
             raise app.startup_error
