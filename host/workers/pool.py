@@ -60,6 +60,7 @@ from .process import (
     STOP_GRACE,
     ModuleSpec,
     WorkerProcess,
+    WorkerSettings,
     WorkerStartError,
     _call_params,
     _check_due,
@@ -145,6 +146,19 @@ class WorkerPool:
             # A file that cannot be read is reported by the worker.
             with contextlib.suppress(OSError), open(module.file, "rb") as f:
                 self.source = f.read()
+        self.settings = WorkerSettings(
+            module=module,
+            root=owner.root,
+            sys_path=tuple(owner.sys_path),
+            max_threads=owner.max_threads,
+            log_level=owner.log_level,
+            max_message_size=owner.max_message_size,
+            sandbox=owner.sandbox,
+            sandboxed=self.sandboxed,
+            source=self.source,
+            start=owner.worker_start,
+        )
+        """What this generation's workers start and run with, fixed (built once here)."""
         self.typical: float | None = None
         """A moving average of how long this module's calls take in a worker (seconds)."""
         self.crashes = health.CrashBudget()
@@ -202,14 +216,14 @@ class WorkerPool:
 
     def _new_worker(self) -> WorkerProcess:
         self._numbers += 1
-        worker = WorkerProcess(self, self._numbers)
+        worker = WorkerProcess(self, self.settings, self._numbers)
         worker.retiring = self.retired
         self.workers.append(worker)
         return worker
 
     async def _start(self, worker: WorkerProcess) -> None:
         try:
-            if self.workers_owner.worker_start == "fork":
+            if self.settings.start == "fork":
                 worker.began = time.monotonic()
                 worker.template = await self._ready_template()
             await worker.start(self.workers_owner.task_group)
@@ -227,7 +241,7 @@ class WorkerPool:
         """
         template = self.template
         if template is None or not template.alive:
-            template = self.template = WorkerProcess(self, 0)
+            template = self.template = WorkerProcess(self, self.settings, 0)
             try:
                 await template.start(self.workers_owner.task_group)
             except WorkerStartError:
@@ -245,6 +259,38 @@ class WorkerPool:
         """Kill this generation's template (its workers end with it)."""
         if self.template is not None:
             self.template.kill(reason)
+
+    # ------------------------------------------------ what its workers call (WorkerOwner)
+
+    def call_context(self, ref: int) -> ToolContext | None:
+        """The context of the call in flight that ``ref`` names (None once it ended)."""
+        return self.workers_owner.live.contexts.get(ref)
+
+    async def answer_ask(self, params: Any, rctx: RequestContext) -> Any:
+        """A worker's tool asks the client (:meth:`Workers.answer_ask`)."""
+        return await self.workers_owner.answer_ask(params, rctx)
+
+    def tools_changed(self, descriptions: list[Any]) -> None:
+        """A worker reports the module's tools changed (:meth:`Workers.resync`)."""
+        self.workers_owner.resync(self, descriptions)
+
+    def notify(self, level: str, text: str) -> None:
+        """Send ``text`` to the client as a log record of ``level`` (nothing without one)."""
+        notify = self.workers_owner.notify
+        if notify is not None:
+            notify(level, text)
+
+    def client_backlogged(self) -> bool:
+        """Whether the client is behind in reading (:meth:`Workers.client_backlogged`)."""
+        return self.workers_owner.client_backlogged()
+
+    def host_closing(self) -> bool:
+        """Whether the host or its workers are shutting down."""
+        return self.workers_owner.host_closing()
+
+    def spawn(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> bool:
+        """Run ``fn(*args)`` in the workers' task group (:meth:`Workers.spawn`)."""
+        return self.workers_owner.spawn(fn, *args)
 
     def worker_gone(self, worker: WorkerProcess) -> None:
         """Called when a worker's process has exited."""
@@ -293,9 +339,7 @@ class WorkerPool:
         )
         log.error("%s", self.unavailable)
         self.kill_template("its workers keep crashing")
-        notify = self.workers_owner.notify
-        if notify is not None:
-            notify("error", self.unavailable)
+        self.notify("error", self.unavailable)
 
     async def confirm(self, worker: WorkerProcess) -> bool:
         """Check an idle worker before it gets a call: not stopped (``/proc``), and
@@ -743,10 +787,13 @@ class Workers:
         assert self._tg is not None, "Workers used outside running()"
         return self._tg
 
-    def spawn(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
-        """Run ``fn(*args)`` in the workers' task group."""
-        if self._tg is not None and not self.closing:
-            self._tg.start_soon(fn, *args)
+    def spawn(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> bool:
+        """Run ``fn(*args)`` in the workers' task group; False (not run) outside
+        :meth:`running` or once closing."""
+        if self._tg is None or self.closing:
+            return False
+        self._tg.start_soon(fn, *args)
+        return True
 
     @contextlib.asynccontextmanager
     async def running(self) -> Any:

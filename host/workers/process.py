@@ -20,7 +20,7 @@ import sys
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import anyio
 import anyio.to_thread
@@ -99,71 +99,50 @@ class _LiveCalls:
         self.contexts.pop(ref, None)
 
 
-class WorkersSide(Protocol):
-    """What a worker process needs of the :class:`~.pool.Workers` owning its pool (a
-    narrow view, so this module never imports :mod:`.pool`, which imports it)."""
+class WorkerOwner(Protocol):
+    """The callbacks a worker process makes on its owner (a :class:`~.pool.WorkerPool`
+    implements them; this module never imports :mod:`.pool`, which imports it). A worker
+    reads its settings from its :class:`WorkerSettings`, never from its owner."""
 
-    @property
-    def sandbox(self) -> Sandbox | None: ...
+    def worker_gone(self, worker: WorkerProcess) -> None:
+        """``worker``'s process has exited (or its start failed and it was killed)."""
+        ...
 
-    @property
-    def live(self) -> _LiveCalls: ...
+    def release(self, flight: _Flight) -> None:
+        """Give up ``flight``, an early call nobody took (:meth:`_Flight.give_up`)."""
+        ...
 
-    @property
-    def root(self) -> str: ...
+    def visible_paths(self) -> list[str]:
+        """Host paths a sandboxed worker must see read-only (read at each start)."""
+        ...
 
-    @property
-    def sys_path(self) -> list[str]: ...
+    def call_context(self, ref: int) -> ToolContext | None:
+        """The context of the call in flight that ``ref`` names, if it is still live."""
+        ...
 
-    @property
-    def max_threads(self) -> int: ...
+    async def answer_ask(self, params: Any, rctx: RequestContext) -> Any:
+        """Put a worker's question (:data:`~.workerwire.ASK`) to the client."""
+        ...
 
-    @property
-    def log_level(self) -> str: ...
+    def tools_changed(self, descriptions: list[Any]) -> None:
+        """A worker says its module's tools changed at run time."""
+        ...
 
-    @property
-    def max_message_size(self) -> int: ...
+    def notify(self, level: str, text: str) -> None:
+        """Send a log record to the client (stderr only when there is none)."""
+        ...
 
-    @property
-    def closing(self) -> bool: ...
+    def client_backlogged(self) -> bool:
+        """Whether the client is behind in reading (progress and logs are then dropped)."""
+        ...
 
-    @property
-    def notify(self) -> Callable[[str, str], None] | None: ...
+    def host_closing(self) -> bool:
+        """Whether the host (or its workers) are shutting down."""
+        ...
 
-    @property
-    def _tg(self) -> TaskGroup | None: ...
-
-    def host_closing(self) -> bool: ...
-
-    def client_backlogged(self) -> bool: ...
-
-    def spawn(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None: ...
-
-    def resync(self, pool: Any, descriptions: list[Any]) -> None: ...
-
-    async def answer_ask(self, params: Any, rctx: RequestContext) -> Any: ...
-
-
-class PoolSide(Protocol):
-    """What a worker process needs of the :class:`~.pool.WorkerPool` owning it."""
-
-    @property
-    def module(self) -> ModuleSpec: ...
-
-    @property
-    def sandboxed(self) -> bool: ...
-
-    @property
-    def source(self) -> bytes | None: ...
-
-    @property
-    def workers_owner(self) -> WorkersSide: ...
-
-    def visible_paths(self) -> list[str]: ...
-
-    def worker_gone(self, worker: WorkerProcess) -> None: ...
-
-    def release(self, flight: _Flight) -> None: ...
+    def spawn(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> bool:
+        """Run ``fn(*args)`` in the background; False (nothing run) while closing."""
+        ...
 
 
 QUICK_BATCH = 64
@@ -188,6 +167,53 @@ START_TIMEOUT = 60.0
 
 MAX_QUEUED_FOR_WORKER = 256 * 1024 * 1024
 """Bytes the host queues for a worker that does not read, before it kills it (256 MiB)."""
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    """Everything a worker process needs to start and run, fixed for one generation of
+    a module's workers: built once by its :class:`~.pool.WorkerPool`, shared by its
+    workers and its template, never changed (assigning a field raises
+    :class:`dataclasses.FrozenInstanceError`).
+
+    Attributes:
+        module: the tool module served.
+        root: the directory tools act in (a real path; the worker's working directory).
+        sys_path: the host's import path, passed to the worker.
+        max_threads: threads for synchronous handlers, per worker.
+        log_level: the worker's stderr log threshold (a :mod:`logging` level name).
+        max_message_size: largest message accepted from a worker, in bytes (at least
+            :data:`~toolwire.framing.DEFAULT_MAX_MESSAGE_SIZE` is accepted).
+        sandbox: the host's sandbox (workers run under bubblewrap when it is active).
+        sandboxed: whether the sandbox was active when the generation was made.
+        source: the ``--tools`` file's source as this generation read it (None for a
+            module name or an entry point): every worker of the generation runs it.
+        start: how a worker starts (``--worker-start``): "spawn" or "fork".
+        start_timeout: seconds a worker may take to import its module and answer
+            ``initialize`` (:data:`START_TIMEOUT`).
+        stop_grace: seconds a cancelled handler has to stop before its worker is
+            killed (:data:`STOP_GRACE`).
+        closing_grace: the same while the host shuts down (:data:`CLOSING_GRACE`).
+    """
+
+    module: ModuleSpec
+    root: str
+    sys_path: tuple[str, ...]
+    max_threads: int
+    log_level: str
+    max_message_size: int
+    sandbox: Sandbox | None
+    sandboxed: bool
+    source: bytes | None = None
+    start: Literal["spawn", "fork"] = "spawn"
+    start_timeout: float = START_TIMEOUT
+    stop_grace: float = STOP_GRACE
+    closing_grace: float = CLOSING_GRACE
+
+    @property
+    def accepted_size(self) -> int:
+        """The largest message the host accepts from a worker, in bytes."""
+        return max(self.max_message_size, DEFAULT_MAX_MESSAGE_SIZE)
 
 
 class WorkerStartError(Exception):
@@ -311,9 +337,15 @@ class WorkerProcess:
     """
 
     def __init__(
-        self, pool: PoolSide, number: int, *, template: WorkerProcess | None = None
+        self,
+        owner: WorkerOwner,
+        settings: WorkerSettings,
+        number: int,
+        *,
+        template: WorkerProcess | None = None,
     ) -> None:
-        self.pool = pool
+        self.owner = owner
+        self.settings = settings
         self.number = number
         self.template = template
         """The template this worker is forked from (:mod:`.template`); None: started
@@ -361,29 +393,29 @@ class WorkerProcess:
         return self.start_error is None and not self.exited.is_set() and self.stop_reason is None
 
     def _argv_env(self) -> tuple[list[str], dict[str, str], tuple[int, ...]]:
-        workers = self.pool.workers_owner
-        module = self.pool.module
+        settings = self.settings
+        module = settings.module
         config: dict[str, Any] = {
             "spec": module.file or module.spec,
-            "kind": self.pool.module.kind,
-            "root": str(workers.root),
-            "sysPath": workers.sys_path,
-            "maxThreads": workers.max_threads,
-            "logLevel": workers.log_level,
+            "kind": module.kind,
+            "root": str(settings.root),
+            "sysPath": list(settings.sys_path),
+            "maxThreads": settings.max_threads,
+            "logLevel": settings.log_level,
             # What the host accepts from it (below): a larger reply becomes an error.
-            "maxMessageSize": max(workers.max_message_size, DEFAULT_MAX_MESSAGE_SIZE),
+            "maxMessageSize": settings.accepted_size,
         }
         if self.is_template:
             config["template"] = True
-        sandbox = workers.sandbox
+        sandbox = settings.sandbox
         if sandbox is not None and sandbox.active:
             config["boxed"] = True
         extra_fds: tuple[int, ...] = ()
-        if self.pool.source is not None and not self.is_template:
+        if settings.source is not None and not self.is_template:
             # Every worker of a generation runs the source it was created with, even
             # when the file changed since (a worker restarted after a broken edit).
             fd = os.memfd_create("toolwire-module", os.MFD_CLOEXEC)
-            os.write(fd, self.pool.source)
+            os.write(fd, settings.source)
             os.lseek(fd, 0, os.SEEK_SET)
             self._source_fd = fd
             config["sourceFd"] = fd
@@ -395,7 +427,11 @@ class WorkerProcess:
         if sandbox is None or not sandbox.active:
             if sandbox is not None and sandbox.settings.mode != "none":
                 wrapped = sandbox.wrap(
-                    argv, root=workers.root, cwd=workers.root, env=env, skip_limits=("cpu_seconds",)
+                    argv,
+                    root=settings.root,
+                    cwd=settings.root,
+                    env=env,
+                    skip_limits=("cpu_seconds",),
                 )
                 return wrapped.argv, wrapped.env, extra_fds
             return argv, env, extra_fds
@@ -407,22 +443,20 @@ class WorkerProcess:
 
         # [network.modules.NAME]: NAME is the file's stem, or the module or entry point name;
         # a refused connection is a host log record (logger "toolwire").
-        notify = workers.notify
+        owner = self.owner
         scope = EgressScope(
             module=Path(module.file).stem if module.file else module.spec,
-            on_refused=loop_reporter(
-                None if notify is None else lambda message: notify("warning", message)
-            ),
+            on_refused=loop_reporter(lambda message: owner.notify("warning", message)),
         )
         try:
             with egress_scope(scope):
                 wrapped = sandbox.wrap(
                     argv,
-                    root=workers.root,
-                    cwd=workers.root,
+                    root=settings.root,
+                    cwd=settings.root,
                     env=env,
                     info_fd=info_w,
-                    extra_ro=self.pool.visible_paths(),
+                    extra_ro=owner.visible_paths(),
                     skip_limits=("cpu_seconds",),
                     join_by_fd=True,
                 )
@@ -477,7 +511,6 @@ class WorkerProcess:
         Raises:
             WorkerStartError: it could not start.
         """
-        workers = self.pool.workers_owner
         if control is None:
             to_worker_r, to_worker_w = os.pipe2(os.O_CLOEXEC)
             from_worker_r, from_worker_w = os.pipe2(os.O_CLOEXEC)
@@ -494,7 +527,7 @@ class WorkerProcess:
                 stdin=to_worker_r,
                 stdout=from_worker_w,
                 stderr=err_w,
-                cwd=str(workers.root),
+                cwd=str(self.settings.root),
                 env=env,
                 close_fds=True,
                 pass_fds=pass_fds,
@@ -542,7 +575,7 @@ class WorkerProcess:
         tg.start_soon(self._watch_exit)
         tg.start_soon(copy_stderr, self._stderr_r)
         self._stderr_r = -1  # copy_stderr owns it
-        with anyio.move_on_after(START_TIMEOUT):
+        with anyio.move_on_after(self.settings.start_timeout):
             async with anyio.create_task_group() as wait:
 
                 async def gone() -> None:
@@ -556,13 +589,13 @@ class WorkerProcess:
             what = (
                 await self.death()
                 if link.closed.is_set()
-                else f"did not start within {START_TIMEOUT:g} s"
+                else f"did not start within {self.settings.start_timeout:g} s"
             )
             raise WorkerStartError(f"its worker template {what}", import_failed=False)
         self._read_sandbox_pids()
         log.info(
             "worker template %s ready in %.0f ms (pid %d)",
-            self.pool.module.label,
+            self.settings.module.label,
             (time.monotonic() - began) * 1000,
             self.pid,
         )
@@ -583,7 +616,7 @@ class WorkerProcess:
         """
         template = self.template
         assert template is not None and template.link is not None
-        sandbox = self.pool.workers_owner.sandbox
+        sandbox = self.settings.sandbox
         to_worker_r, to_worker_w = os.pipe2(os.O_CLOEXEC)
         from_worker_r, from_worker_w = os.pipe2(os.O_CLOEXEC)
         err_r, err_w = os.pipe2(os.O_CLOEXEC)
@@ -601,9 +634,9 @@ class WorkerProcess:
                 if groups.memory_cgroup_fd is not None:
                     request["memoryCgroupFd"] = len(fds)
                     fds.append(groups.memory_cgroup_fd)
-            if self.pool.source is not None:
+            if self.settings.source is not None:
                 source_fd = os.memfd_create("toolwire-module", os.MFD_CLOEXEC)
-                os.write(source_fd, self.pool.source)
+                os.write(source_fd, self.settings.source)
                 os.lseek(source_fd, 0, os.SEEK_SET)
                 request["sourceFd"] = len(fds)
                 fds.append(source_fd)
@@ -630,7 +663,6 @@ class WorkerProcess:
         return from_worker_r, to_worker_w
 
     def _open_session(self, tg: TaskGroup, from_worker_r: int, to_worker_w: int) -> None:
-        workers = self.pool.workers_owner
         router = Router()
         router.on_request(ASK, self._answer_ask)
         router.on_notification(TOOLS_CHANGED, self._tools_changed)
@@ -643,9 +675,9 @@ class WorkerProcess:
             FdSendStream(to_worker_w),
             router=router,
             framing="ndjson",
-            max_message_size=max(workers.max_message_size, DEFAULT_MAX_MESSAGE_SIZE),
+            max_message_size=self.settings.accepted_size,
             cancel_dialect="lsp",
-            name=f"worker {self.pool.module.label} #{self.number}",
+            name=f"worker {self.settings.module.label} #{self.number}",
             max_queued=MAX_QUEUED_FOR_WORKER,
             replace_surrogates=False,  # the host's own process: arguments as sent
         )
@@ -659,7 +691,7 @@ class WorkerProcess:
         session = self.session
         assert session is not None
         try:
-            with anyio.fail_after(START_TIMEOUT):
+            with anyio.fail_after(self.settings.start_timeout):
                 info = await session.request("initialize", {"protocolVersion": PROTOCOL})
         except JsonRpcError as exc:
             if exc.code == IMPORT_FAILED:
@@ -673,13 +705,14 @@ class WorkerProcess:
             ) from None
         except TimeoutError:
             raise WorkerStartError(
-                f"its worker process did not start within {START_TIMEOUT:g} s", import_failed=False
+                f"its worker process did not start within {self.settings.start_timeout:g} s",
+                import_failed=False,
             ) from None
         self.info = info if isinstance(info, dict) else {}
         self._read_sandbox_pids()
         log.info(
             "worker %s #%d ready in %.0f ms (pid %d)",
-            self.pool.module.label,
+            self.settings.module.label,
             self.number,
             (time.monotonic() - began) * 1000,
             self.pid,
@@ -690,7 +723,7 @@ class WorkerProcess:
         ref = params.get("ref") if type(params) is dict else None
         if type(ref) is not int or ref not in self.refs:
             raise JsonRpcError(TOOL_ERROR, "no call of this worker has that reference")
-        return await self.pool.workers_owner.answer_ask(params, rctx)
+        return await self.owner.answer_ask(params, rctx)
 
     def _unexpected(self, params: Any, ctx: RequestContext) -> Any:
         """A request the host never serves for a worker: the worker broke the protocol.
@@ -706,11 +739,11 @@ class WorkerProcess:
         ref = params.get("ref") if type(params) is dict else None
         if type(ref) is not int or ref not in self.refs:
             return None
-        return self.pool.workers_owner.live.contexts.get(ref)
+        return self.owner.call_context(ref)
 
     def _progress(self, params: Any) -> None:
         ctx = self._call_of(params)
-        if ctx is None or self.pool.workers_owner.client_backlogged():
+        if ctx is None or self.owner.client_backlogged():
             return  # progress is lossy: never queued for a client that is not reading
         progress, total, message = (
             params.get("progress"),
@@ -726,7 +759,7 @@ class WorkerProcess:
 
     def _log(self, params: Any) -> None:
         ctx = self._call_of(params)
-        if ctx is not None and self.pool.workers_owner.client_backlogged():
+        if ctx is not None and self.owner.client_backlogged():
             return  # never queued without bound for a client that is not reading
         level = params.get("level") if ctx is not None else None
         if ctx is None or not isinstance(level, str) or level not in LOG_LEVELS:
@@ -737,12 +770,12 @@ class WorkerProcess:
     def _tools_changed(self, params: Any) -> None:
         tools = params.get("tools") if type(params) is dict else None
         if isinstance(tools, list) and not self.retiring:
-            self.pool.workers_owner.resync(self.pool, tools)
+            self.owner.tools_changed(tools)
 
     def _malformed(self, what: str) -> None:
         log.warning(
             "worker %s #%d broke the protocol (%s); killing it",
-            self.pool.module.label,
+            self.settings.module.label,
             self.number,
             what,
         )
@@ -774,7 +807,7 @@ class WorkerProcess:
             self.session.close()
         if self.link is not None:
             self.link.close()
-        self.pool.worker_gone(self)
+        self.owner.worker_gone(self)
 
     async def _watch_forked_exit(self) -> None:
         """Wait for a forked worker's end: its exit (pidfd) and its exit code, which
@@ -787,10 +820,10 @@ class WorkerProcess:
         with anyio.move_on_after(2.0):
             code = await template.link.exit_code(self._inner_pid)
         if code is None:  # the template is gone (and its workers with it) or wedged
-            code = 128 + signal.SIGKILL if self.pool.sandboxed else -signal.SIGKILL
+            code = 128 + signal.SIGKILL if self.settings.sandboxed else -signal.SIGKILL
             if self.pid:
                 # Without bubblewrap its orphans come to the host (a child subreaper).
-                self.pool.workers_owner.spawn(_reap_soon, [self.pid])
+                self.owner.spawn(_reap_soon, [self.pid])
         self.returncode = code
 
     def _cleanup(self) -> None:
@@ -809,7 +842,7 @@ class WorkerProcess:
         if self._sandbox_pids:
             # Once bubblewrap is gone its processes are handed to the host (a child
             # subreaper): reap them, or they stay zombies.
-            self.pool.workers_owner.spawn(_reap_soon, list(self._sandbox_pids))
+            self.owner.spawn(_reap_soon, list(self._sandbox_pids))
             self._sandbox_pids = []
 
     def _read_sandbox_pids(self) -> None:
@@ -865,7 +898,7 @@ class WorkerProcess:
             return f"was stopped because {self.stop_reason}"
         if self.memory_exceeded is not None:
             return f"was killed: {memory_exceeded_message(self.memory_exceeded)}"
-        sandboxed = self._info_r >= 0 or self._wrapped is not None or self.pool.sandboxed
+        sandboxed = self._info_r >= 0 or self._wrapped is not None or self.settings.sandboxed
         return f"died ({describe_status(self.returncode or 0, sandboxed)})"
 
     async def settle(self, answered: anyio.Event) -> None:
@@ -876,7 +909,8 @@ class WorkerProcess:
         self.unsettled += 1
         try:
             with anyio.CancelScope(shield=True):
-                grace = CLOSING_GRACE if self.pool.workers_owner.host_closing() else STOP_GRACE
+                settings = self.settings
+                grace = settings.closing_grace if self.owner.host_closing() else settings.stop_grace
                 with anyio.move_on_after(grace):
                     await answered.wait()
         finally:
@@ -884,11 +918,14 @@ class WorkerProcess:
         if not answered.is_set() and self.alive:
             log.warning(
                 "worker %s #%d: a cancelled call did not stop within %g s; killing it",
-                self.pool.module.label,
+                self.settings.module.label,
                 self.number,
-                STOP_GRACE,
+                self.settings.stop_grace,
             )
-            self.kill(f"a call in it did not stop within {STOP_GRACE:g} s of being cancelled")
+            self.kill(
+                f"a call in it did not stop within {self.settings.stop_grace:g} s"
+                " of being cancelled"
+            )
 
     def settle_soon(self, answered: anyio.Event) -> None:
         """:meth:`settle` in the background, for a call answered at once: the worker
@@ -901,11 +938,8 @@ class WorkerProcess:
             finally:
                 self.unsettled -= 1
 
-        owner = self.pool.workers_owner
-        if owner._tg is None or owner.closing:
+        if not self.owner.spawn(run):
             self.unsettled -= 1  # the host is closing: every worker is ended anyway
-            return
-        owner.spawn(run)
 
 
 class _Flight:
@@ -923,7 +957,7 @@ class _Flight:
         "worker",
     )
 
-    def __init__(self, pool: PoolSide, worker: WorkerProcess, ref: int) -> None:
+    def __init__(self, pool: WorkerOwner, worker: WorkerProcess, ref: int) -> None:
         self.pool = pool
         self.worker = worker
         self.ref = ref
