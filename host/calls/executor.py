@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -21,7 +21,6 @@ from toolwire.session import is_stray_cancellation
 
 from ..tools.context import ToolContext
 from ..tools.definition import Tool
-from ..tools.redaction import redact
 
 if TYPE_CHECKING:
     from .mutation import MutationQueue
@@ -269,3 +268,14 @@ def to_result(tool: Tool, value: Any) -> dict[str, Any]:
     if is_pydantic_model(value):
         value = value.model_dump(mode="json", by_alias=True)
     return {"content": [{"type": "text", "text": json_text(value)}]}
+
+
+_T = TypeVar("_T")
+
+
+def redact(value: _T) -> _T:
+    """:func:`toolwire.host.tools.redaction.redact`, imported at the first result (a
+    worker's start answers ``tools/list`` without it)."""
+    from ..tools.redaction import redact as redact_now
+
+    return redact_now(value)

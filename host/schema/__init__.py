@@ -34,8 +34,6 @@ from toolwire.jsonschema_facts import (
     resolve_ref,
 )
 
-from .metacheck import meta_verdict
-
 if TYPE_CHECKING:
     import jsonschema
 
@@ -774,6 +772,8 @@ class ArgumentSchema:
         Raises:
             jsonschema.SchemaError: the schema is not a valid JSON Schema.
         """
+        from .metacheck import meta_verdict  # only for a declared input_schema
+
         if meta_verdict(self.schema) is True:
             return
         import jsonschema

@@ -16,16 +16,21 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from toolwire.errors import JsonRpcError
 from toolwire.jsonschema_facts import is_type
 from toolwire.messages import RequestId
-from toolwire.modern import INPUT_METHODS, Envelope
 from toolwire.session import RequestContext, Session, progress_accepted
 
 from .results import ToolError
-from .rounds import InputRound, call_key
+
+if TYPE_CHECKING:
+    # The 2026-07-28 round machinery is imported once a tool asks, not at a worker's
+    # start (a worker's imports are its start-up time: tests/test_workers_imports.py).
+    from toolwire.modern import Envelope
+
+    from .rounds import InputRound
 
 __all__ = [
     "APPROVAL_KEY",
@@ -231,6 +236,8 @@ def askable(method: str, params: Any = None) -> str:
         ToolError: ``method`` is not one of these (the message names them), or its
             ``params`` are a form outside MCP's subset.
     """
+    from toolwire.modern import INPUT_METHODS
+
     capability = INPUT_METHODS.get(method) if type(method) is str else None
     if capability is None:
         allowed = ", ".join(INPUT_METHODS)
@@ -507,6 +514,8 @@ class ModernChannel(CallChannel):
         if round is None:
             raise ToolError(f"{method} cannot be asked here")
         if round.batch:
+            from .rounds import call_key
+
             key = f"{call_key(self._call_id)}/{key}"
         elif key == APPROVAL_KEY:
             raise ToolError(

@@ -15,8 +15,6 @@ import anyio.lowlevel
 from toolwire.messages import RequestId
 
 from .channel import LOG_LEVELS, CallChannel, check_elicitation
-from .redaction import redact_text
-from .rounds import InputNeeded
 
 if TYPE_CHECKING:
     from ..sandbox.env import ExecEnv
@@ -106,6 +104,8 @@ class ToolContext:
         is dropped, as is any report after the call finished (MCP 2025-11-25 "Progress").
         """
         if message is not None:
+            from .redaction import redact_text  # not imported at a worker's start
+
             message = redact_text(message)  # no real [secrets] value leaves the host
         self.channel.progress(progress, total, message)
         await self.channel.drain()
@@ -241,6 +241,8 @@ class ToolContext:
         Raises:
             ToolError: as :meth:`elicit`.
         """
+        from .rounds import InputNeeded  # not imported at a worker's start
+
         answers: list[Any] = []
         pending: InputNeeded | None = None
         for ask in asks:

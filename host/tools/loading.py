@@ -3,12 +3,12 @@ register through :func:`toolwire.host.builtins.load_builtins`)."""
 
 from __future__ import annotations
 
+import binascii
 import importlib
 import importlib.util
 import logging
 import sys
 import types
-import zlib
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +67,7 @@ def import_spec(spec: str, *, fresh: bool = False, source: bytes | None = None) 
         if not path.is_file():
             raise ImportError(f"tool file not found: {spec}")
         real = path.resolve()
-        digest = f"{zlib.crc32(str(real).encode()):08x}"
+        digest = f"{binascii.crc32(str(real).encode()):08x}"
         name = f"toolwire_user_{real.stem}_{digest}"
         # Always from source (SECURITY.md, "Host inputs"): a __pycache__ entry beside
         # the file may have been written by a sandboxed command.

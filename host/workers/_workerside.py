@@ -11,7 +11,7 @@ import logging
 import os
 import threading
 import traceback
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -22,7 +22,6 @@ from toolwire.session import RequestContext, Session, progress_accepted, size_te
 from toolwire.streams import FdReceiveStream, FdSendStream
 
 from ..calls.executor import Executor, format_argument_error
-from ..sandbox.env import ExecEnv
 from ..tools.arguments import ArgumentError
 from ..tools.channel import CallChannel
 from ..tools.context import ToolContext
@@ -31,7 +30,6 @@ from ..tools.hooks import NOT_GIVEN, Block, IncomingCall, ResultPatch, _Hook
 from ..tools.loading import ENTRY_POINT_GROUP, import_spec, register_module, tools_in
 from ..tools.registry import Registry
 from ..tools.results import ToolError, ToolResult, error_result, to_wire_content
-from ..tools.rounds import InputNeeded
 from .workerwire import (
     ASK,
     HEARTBEAT,
@@ -45,6 +43,9 @@ from .workerwire import (
     TOOL_ERROR,
     TOOLS_CHANGED,
 )
+
+if TYPE_CHECKING:
+    from ..sandbox.env import ExecEnv
 
 __all__ = ["WorkerChannel", "load_module", "serve", "tool_description"]
 
@@ -106,6 +107,8 @@ class WorkerChannel(CallChannel):
             )
         except JsonRpcError as exc:
             if exc.code == INPUT_NEEDED:
+                from ..tools.rounds import InputNeeded  # not imported at a worker's start
+
                 raise InputNeeded(method) from None
             raise ToolError(exc.message) from None
 
@@ -161,8 +164,7 @@ class _Worker:
         self.session: Session
         self.timeouts: dict[str, float | None] = {}
         self.mutates: dict[str, tuple[str, ...]] = {}
-        root = str(config.get("root") or os.getcwd())
-        self.env = ExecEnv.at(root, default_timeout=None)
+        self._env: ExecEnv | None = None
         try:
             load_module(self.registry, config)
         except BaseException as exc:
@@ -178,6 +180,18 @@ class _Worker:
             max_threads=int(config.get("maxThreads", 256)),
             abandon_threads=False,
         )
+
+    @property
+    def env(self) -> ExecEnv:
+        """Where the module's tools act (``config["root"]``), made at the first call or
+        hook: a worker's start (to its ``initialize`` answer) imports no
+        :mod:`toolwire.host.sandbox.env`."""
+        if self._env is None:
+            from ..sandbox.env import ExecEnv
+
+            root = str(self.config.get("root") or os.getcwd())
+            self._env = ExecEnv.at(root, default_timeout=None)
+        return self._env
 
     def router(self) -> Router:
         """The worker's side of the worker protocol: the methods the host calls."""
