@@ -27,7 +27,7 @@ from .results import ToolError
 
 if TYPE_CHECKING:
     # The 2026-07-28 round machinery is imported once a tool asks, not at a worker's
-    # start (a worker's imports are its start-up time: tests/test_workers_imports.py).
+    # start (a worker's imports are its start-up time: tests/host/workers/test_workers_imports.py).
     from toolwire.modern import Envelope
 
     from .rounds import InputRound

@@ -9,7 +9,6 @@ from __future__ import annotations
 import ast
 import dataclasses
 import inspect
-from pathlib import Path
 
 import pytest
 from toolwire.host.workers.pool import WorkerPool
@@ -20,7 +19,9 @@ from toolwire.host.workers.process import (
     WorkerSettings,
 )
 
-WORKERS = Path(__file__).resolve().parent.parent / "host" / "workers"
+from tests.hostproc import REPO
+
+WORKERS = REPO / "host" / "workers"
 
 OWNERS = {"owner", "pool", "manager", "workers", "workers_owner"}
 """Names (plain or as ``self.NAME``) that stand for a worker's owner."""
