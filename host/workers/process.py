@@ -2,9 +2,13 @@
 bubblewrap, or forked from its module's template), sends it calls, copies its stderr and
 ends it; :class:`_Flight` is one request in flight to it.
 
-A :class:`~.pool.WorkerPool` owns its workers and decides which one gets a call (the
-grace periods here say how long a worker may take to start and to stop: :data:`START_TIMEOUT`,
-:data:`STOP_GRACE`).
+A :class:`~.pool.WorkerPool` owns its workers and decides which one gets a call. A worker
+sees it through two seams only: :class:`WorkerSettings`, frozen and built once per
+generation by the pool (module, root, import path, limits, sandbox, start mode, source,
+and the grace periods: :data:`START_TIMEOUT`, :data:`STOP_GRACE`, :data:`CLOSING_GRACE`),
+and :class:`WorkerOwner`, the callbacks it makes (its exit, a question or tool change
+from the worker, a log record for the client, background tasks). Nothing here touches a
+private attribute of its owner (tests/host/workers/test_workers_seams.py).
 """
 
 from __future__ import annotations
