@@ -235,9 +235,9 @@ def test_a_reload_under_load_never_runs_a_call_twice_or_past_a_new_hook(
         # Paced by events, not by sleeps: the new module is written once the first
         # calls have answered, and the bursts stop once the new hook has answered one
         # (or after two minutes, when the reload never took effect: a failure below).
+        answers: dict[int, dict[str, Any]] = {}  # before the sender reads it
         sender = threading.Thread(target=bursts)
         sender.start()
-        answers: dict[int, dict[str, Any]] = {}
         reloaded = False
         try:
             deadline = time.monotonic() + 120
