@@ -209,6 +209,9 @@ class WorkerPool:
                 await self._start(worker)
             except WorkerStartError as exc:
                 failed = exc  # raised below, outside the task group
+                # The first worker's failure is the one reported; the second is ended
+                # for it, quietly (retiring: its end is not a crash to warn about).
+                second.retiring = True
                 second.kill("its module did not load")
         if failed is not None:
             raise failed
@@ -513,6 +516,11 @@ class WorkerPool:
         try:
             await self._start(worker)
         except WorkerStartError as exc:
+            if worker.retiring or (exc.import_failed and not report):
+                # Ended by the pool on purpose (start_first's second, a reload), or
+                # start_first's second, whose import failure the first one reports
+                # (a module that fails in one fails in both; a later spare says so if not).
+                return
             serving = any(w.alive and w.ready.is_set() for w in self.workers)
             if exc.import_failed and not serving and report:
                 self.workers_owner.module_broken(self, exc)

@@ -175,6 +175,18 @@ def test_a_missing_tools_file_is_one_line_and_exit_2(project: Path, command: str
 
 
 @pytest.mark.parametrize("command", ["serve", "list", "call"])
+def test_a_missing_tools_module_is_one_line_and_exit_2(project: Path, command: str) -> None:
+    # Two workers start at once; the second one's end is not a second warning.
+    extra = ["shout", "text=x"] if command == "call" else []
+    out = run(command, *extra, "--tools", "no_such_mod_2971", cwd=project, stdin="")
+    assert out.returncode == 2, out.stderr
+    lines = [x for x in out.stderr.splitlines() if "commands run sandboxed" not in x]
+    assert lines == [
+        f"toolwire {command}: --tools no_such_mod_2971: No module named 'no_such_mod_2971'"
+    ], out.stderr
+
+
+@pytest.mark.parametrize("command", ["serve", "list", "call"])
 def test_a_syntax_error_in_a_tools_file_names_file_and_line(project: Path, command: str) -> None:
     (project / "bad.py").write_text('"""A module."""\n\n\ndef broken(:\n    pass\n')
     extra = ["shout", "text=x"] if command == "call" else []
