@@ -496,7 +496,9 @@ class Sandbox:
                 trust (a worker process, :mod:`toolwire.host.workers.worker`). Otherwise a
                 shell joins it before bubblewrap starts. Joining a cgroup waits for the
                 kernel (an RCU grace period of the cgroup v1 migration lock: 5–50 ms
-                here), which the worker spends importing meanwhile.
+                here), which the worker spends importing meanwhile. With a ``[network]``
+                policy the egress relay, which runs before the program, joins them too
+                (:mod:`toolwire.host.sandbox.egress.relay`).
 
         Returns:
             A :class:`WrappedCommand`. When the sandbox is not active, ``argv``
@@ -536,7 +538,6 @@ class Sandbox:
 
             egress = sandbox_egress(self.settings.network)
             args += egress.bwrap_args
-            inner = [*inner[: len(inner) - len(argv)], *egress.prefix, *argv]
             env = egress.environment(dict(env))
         if info_fd is not None:
             args += ["--info-fd", str(info_fd)]
@@ -555,7 +556,6 @@ class Sandbox:
         args += ["--chdir", cwd_s, "--clearenv"]
         for name, value in env.items():
             args += ["--setenv", name, value]
-        args += ["--", *inner]
         outer_env = {"PATH": os.environ.get("PATH", os.defpath)}
         if marker is not None:
             outer_env[marker[0]] = marker[1]
@@ -581,7 +581,12 @@ class Sandbox:
                         os.rmdir(group)
                 raise
             owned += join_fds
-        elif groups:
+        if egress is not None:
+            # The relay runs before the command; a worker joins its groups itself, once it
+            # runs, so the relay joins them too (through the same descriptors).
+            inner = [*inner[: len(inner) - len(argv)], *egress.prefix(join_fds), *argv]
+        args += ["--", *inner]
+        if groups and not join_by_fd:
             # Joins each group (paths up to "--"), then runs bubblewrap.
             enter = (
                 'while [ "$1" != -- ]; do echo $$ > "$1/cgroup.procs" || exit 125; shift; '

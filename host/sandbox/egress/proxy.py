@@ -44,7 +44,7 @@ import ssl
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -720,7 +720,6 @@ class SandboxEgress:
 
     Attributes:
         bwrap_args: bubblewrap options binding the grant's socket at :data:`SANDBOX_SOCKET`.
-        prefix: the relay's command line, to put before the command.
         env: :func:`proxy_env`, and with ``[secrets]`` the :data:`CA_ENV_NAMES` and the
             placeholders.
         values: the real secret values (kept out of the environment).
@@ -728,11 +727,27 @@ class SandboxEgress:
     """
 
     bwrap_args: list[str]
-    prefix: list[str]
     env: dict[str, str]
     grant: EgressGrant
     proxy: EgressProxy = field(repr=False)
     values: list[str] = field(default_factory=list, repr=False)
+
+    def prefix(self, join_fds: Sequence[int] = ()) -> list[str]:
+        """The relay's command line, to put before the command: the host's Python with
+        ``-I -S`` running :data:`RELAY_SCRIPT`, which joins the cgroups whose
+        ``cgroup.procs`` are open as ``join_fds`` (a worker's, which it joins itself
+        later: :meth:`toolwire.host.sandbox.bubblewrap.Sandbox.wrap` ``join_by_fd``)."""
+        fds = [str(fd) for fd in join_fds]
+        return [
+            sys.executable,
+            "-I",
+            "-S",
+            RELAY_SCRIPT,
+            SANDBOX_SOCKET,
+            str(RELAY_PORT),
+            *fds,
+            "--",
+        ]
 
     def environment(self, env: dict[str, str]) -> dict[str, str]:
         """The sandbox's environment: ``env`` without any variable whose value holds a
@@ -777,8 +792,7 @@ def sandbox_egress(policy: NetworkPolicy, scope: EgressScope | None = None) -> S
         env.update(dict.fromkeys(CA_ENV_NAMES, SANDBOX_CA))
         env.update(scoped.secrets.env())
     grant = proxy.grant(scoped, scope.on_refused)
-    prefix = [sys.executable, "-I", "-S", RELAY_SCRIPT, SANDBOX_SOCKET, str(RELAY_PORT), "--"]
     values = [] if scoped.secrets is None else [s.value for s in scoped.secrets.secrets]
     return SandboxEgress(
-        ["--ro-bind", grant.path, SANDBOX_SOCKET, *binds], prefix, env, grant, proxy, values
+        ["--ro-bind", grant.path, SANDBOX_SOCKET, *binds], env, grant, proxy, values
     )

@@ -12,6 +12,7 @@ The file name puts it in the ordinary-user pass of ``tests/run_unprivileged.sh``
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import sys
@@ -575,3 +576,47 @@ def test_a_refusal_carries_its_reason_phrase() -> None:
     from toolwire.host.sandbox.egress import proxy
 
     assert proxy._reason(403) == b"Forbidden" and proxy._reason(502) == b"Bad Gateway"
+
+
+def _sandboxed_pythons(root: Path) -> dict[int, tuple[int, list[str]]]:
+    """The Python processes whose command line names ``root``: host pid → (parent pid,
+    argv). A worker sandbox holds two, children of its init: the worker and its egress
+    relay (whose command line holds the worker's, after ``--``)."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
+            status = (entry / "status").read_text()
+            comm = (entry / "comm").read_text().strip()
+        except OSError:
+            continue
+        fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
+        alive = fields.get("State", "Z")[0] != "Z"
+        if comm.startswith("python") and alive and any(str(root) in a for a in argv):
+            found[int(entry.name)] = (int(fields["PPid"]), argv)
+    return found
+
+
+def test_a_workers_relay_sits_in_the_workers_cgroups(net: _Net) -> None:
+    from toolwire.host.sandbox.egress.proxy import RELAY_SCRIPT
+
+    from tests.sandbox_support import pids_cgroup_expected
+
+    url = f"http://allowed.test:{net.allowed.port}/cg"
+    assert _body(net.allowed, "/cg") in text_of(net.host.call("fetch", {"url": url}, timeout=120))
+    pythons = _sandboxed_pythons(net.root)
+    relays = {pid: ppid for pid, (ppid, argv) in pythons.items() if RELAY_SCRIPT in argv}
+    workers = {
+        ppid: pid
+        for pid, (ppid, argv) in pythons.items()
+        if RELAY_SCRIPT not in argv and ppid in relays.values()
+    }
+    assert relays and set(relays.values()) == set(workers), pythons
+    for relay, parent in relays.items():
+        groups = Path(f"/proc/{relay}/cgroup").read_text()
+        assert groups == Path(f"/proc/{workers[parent]}/cgroup").read_text(), groups
+        if os.geteuid() == 0 and pids_cgroup_expected():
+            # The worker's own groups (pids, and memory where the host can make one).
+            assert "/toolwire-" in groups and groups != Path("/proc/self/cgroup").read_text()
