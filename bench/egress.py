@@ -17,7 +17,15 @@ close``, as a proxied request does. Figures: the median and p90 of one small req
 ``--mib`` MiB download, the median of ``--rounds``; the paths take turns in each round.
 The sandbox's in-box relay (one more local copy over loopback) is not included.
 
-Usage: python bench/egress.py [--requests 200] [--mib 128] [--rounds 3]
+Then what ``[network]`` adds to starting a sandboxed command (``--starts`` pairs, 0 to
+skip; needs a working bubblewrap): ``/bin/sh -c true`` under the sandbox as the host
+runs it (:meth:`toolwire.host.sandbox.bubblewrap.Sandbox.wrap`, bubblewrap, the limits,
+the cgroups), with and without a ``[network]`` table, the two taking turns; with it
+the command starts only once the in-box relay (:mod:`toolwire.host.sandbox.egress.relay`,
+a Python start) listens, and the proxy makes the sandbox's socket.
+
+Usage: python bench/egress.py [--requests 200] [--mib 128] [--rounds 3] [--starts 40]
+(``--requests 0``: only the start pairs)
 """
 
 from __future__ import annotations
@@ -162,12 +170,54 @@ def _tunnel(path: str, port: int) -> socket.socket:
     return sock
 
 
+def _starts(pairs: int) -> None:
+    """Print the p50 start-to-exit time of a sandboxed ``true`` without and with
+    ``[network]`` over ``pairs`` paired runs (nothing when bubblewrap cannot run here)."""
+    import dataclasses
+    import subprocess
+
+    from toolwire.host.sandbox import Sandbox, SandboxSettings, SandboxUnavailable
+    from toolwire.host.sandbox.probe import resolve_sandbox
+
+    try:
+        plain = resolve_sandbox(SandboxSettings(mode="bwrap"))
+    except SandboxUnavailable as exc:
+        print(f"sandbox start: skipped ({exc})")
+        return
+    network = NetworkPolicy.from_table({"allow": [f"{NAME}:443"]})
+    boxed = dataclasses.replace(
+        plain, settings=dataclasses.replace(plain.settings, network=network)
+    )
+    root = tempfile.mkdtemp(prefix="toolwire-bench-starts-")
+    times: dict[str, list[float]] = {"without [network]": [], "with [network]": []}
+    for _ in range(pairs):
+        for kind, sandbox in zip(times, (plain, boxed), strict=True):
+            wrapped = sandbox.wrap(
+                ["/bin/sh", "-c", "true"], root=root, cwd=root, env={"PATH": "/usr/bin:/bin"}
+            )
+            t0 = time.perf_counter()
+            subprocess.run(wrapped.argv, env=wrapped.env, pass_fds=wrapped.pass_fds, check=True)
+            times[kind].append(time.perf_counter() - t0)
+            Sandbox.cleanup(wrapped)
+    base = statistics.median(times["without [network]"])
+    print(f"sandboxed command start: {pairs} pairs, load {os.getloadavg()[0]:.1f}")
+    print("| sandbox | start to exit p50 (ms) | added p50 (ms) |")
+    print("|---|---|---|")
+    for kind, xs in times.items():
+        p50 = statistics.median(xs)
+        print(f"| {kind} | {p50 * 1e3:.1f} | {(p50 - base) * 1e3:+.1f} |")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--mib", type=int, default=128)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--starts", type=int, default=40)
     args = parser.parse_args()
+    if args.requests <= 0:
+        _starts(args.starts)
+        return 0
     work = tempfile.mkdtemp(prefix="toolwire-bench-egress-")
     ca_path, leaf = _pki(work)
     # Server, proxy and client each in a process of their own (no shared GIL), as
@@ -224,6 +274,8 @@ def main() -> int:
             f"| {kind} | {p50 * 1e3:.2f} | {p90 * 1e3:.2f} | {(p50 - base) * 1e3:+.2f} | "
             f"{statistics.median(big[kind]):.0f} |"
         )
+    if args.starts > 0:
+        _starts(args.starts)
     return 0
 
 
