@@ -14,7 +14,11 @@ real value in the request target and header values of a request to a host the se
 ``hosts`` allow, over HTTPS only: with secrets configured the proxy terminates the TLS
 of every ``CONNECT`` tunnel (:class:`MintingCA`) so that it sees each request. A
 placeholder in a request to any other host, or in a plain-HTTP request, is refused.
-Bodies are neither rewritten nor checked.
+``Authorization: Basic`` credentials are decoded first (:func:`basic_parts`), so a
+placeholder given as a URL's password (``https://user:$TOKEN@host/``: pip, git) is
+checked and replaced like one in a bearer token. Request bodies are checked, never
+rewritten (:class:`BodyCheck`): a body carrying a placeholder its host may not receive
+is cut off before it and refused.
 
 The real values leave the host only in those requests: responses from upstream are
 masked (:class:`StreamMasker`), and the host redacts them from tool results and
@@ -23,6 +27,8 @@ progress text (:func:`redact`).
 
 from __future__ import annotations
 
+import base64
+import binascii
 import datetime
 import ipaddress
 import os
@@ -42,11 +48,13 @@ from .policy import Rule, parse_rule
 __all__ = [
     "NAME_PATTERN",
     "PLACEHOLDER_PREFIX",
+    "BodyCheck",
     "MintingCA",
     "Secret",
     "SecretRefused",
     "SecretSet",
     "StreamMasker",
+    "basic_parts",
     "redact",
     "redact_text",
     "register",
@@ -61,6 +69,19 @@ NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 class SecretRefused(Exception):
     """A request carries a placeholder its target may not receive; the message says why."""
+
+
+def basic_parts(value: bytes) -> tuple[bytes, bytes] | None:
+    """``(scheme, decoded credentials)`` of an ``Authorization`` value in the Basic
+    scheme (RFC 7617: ``Basic base64(user ":" password)``, the scheme name in any case);
+    None for any other value or one that is not valid base64."""
+    scheme, _, token = value.strip().partition(b" ")
+    if scheme.lower() != b"basic":
+        return None
+    try:
+        return scheme, base64.b64decode(token.strip(), validate=True)
+    except (binascii.Error, ValueError):
+        return None
 
 
 @dataclass(frozen=True)
@@ -160,11 +181,37 @@ class SecretSet:
                 data = data.replace(mark, s.value.encode())
         return data
 
+    def substitute_header(self, name: bytes, value: bytes, host: str, port: int) -> bytes:
+        """:meth:`substitute` for one header; an ``Authorization`` value in the Basic
+        scheme is decoded, substituted and encoded again (:func:`basic_parts`).
+
+        Raises:
+            SecretRefused: as :meth:`substitute`.
+        """
+        if name.lower() == b"authorization" and (parts := basic_parts(value)) is not None:
+            scheme, decoded = parts
+            if PLACEHOLDER_PREFIX.encode() in decoded:
+                replaced = self.substitute(decoded, host, port)
+                return scheme + b" " + base64.b64encode(replaced)
+        return self.substitute(value, host, port)
+
     def refuse_any(self, data: bytes, why: str) -> None:
-        """Raise :class:`SecretRefused` (``why``) when ``data`` holds a placeholder."""
+        """Raise :class:`SecretRefused` (``why``) when ``data`` holds a placeholder, or a
+        line of it is an ``Authorization: Basic`` value whose credentials hold one."""
+        decoded = [parts[1] for line in data.split(b"\n") if (parts := basic_parts(line))]
         for s in self.secrets:
-            if s.placeholder.encode() in data:
+            mark = s.placeholder.encode()
+            if mark in data or any(mark in d for d in decoded):
                 raise SecretRefused(f"the secret {s.name} {why}")
+
+    def body_check(self, host: str | None, port: int = 0) -> BodyCheck | None:
+        """A :class:`BodyCheck` for the body of a request to ``host:port`` (None: a
+        plain-HTTP request, which no secret may be in): it refuses the placeholders of
+        the secrets that may not go there; None when every secret may."""
+        refused = [s for s in self.secrets if host is None or not s.allowed(host, port)]
+        if not refused:
+            return None
+        return BodyCheck(refused, None if host is None else f"{host}:{port}")
 
     def masker(self) -> StreamMasker:
         """A :class:`StreamMasker` of these values."""
@@ -173,6 +220,54 @@ class SecretSet:
     def pairs(self) -> list[tuple[str, str]]:
         """``[(name, value), ...]`` for :func:`toolwire.host.tools.redaction.register`."""
         return [(s.name, s.value) for s in self.secrets]
+
+
+class BodyCheck:
+    """Checks a request body, cut into arbitrary chunks, for the placeholders of
+    ``secrets``, passing the rest on as it comes: it keeps back at most the longest
+    placeholder's length less one byte between chunks, so a placeholder is found before
+    any of it is passed on. The body's bytes as sent are searched (after HTTP's chunked
+    framing is taken off, before any ``Content-Encoding`` is undone: a placeholder
+    inside a compressed or otherwise encoded body is not seen).
+
+    Args:
+        secrets: the secrets whose placeholders must not pass.
+        target: where the body goes (``host:port``), for the refusal's message; None
+            for a plain-HTTP request.
+    """
+
+    def __init__(self, secrets: list[Secret], target: str | None) -> None:
+        self._secrets = secrets
+        self._target = target
+        self._keep = max(len(s.placeholder) for s in secrets) - 1
+        self._tail = b""
+
+    def feed(self, data: bytes) -> bytes:
+        """The bytes of ``data`` (after what was kept back) that may be sent now.
+
+        Raises:
+            SecretRefused: a placeholder of one of the secrets is in the body.
+        """
+        buf = self._tail + data
+        if PLACEHOLDER_PREFIX.encode() in buf:
+            for s in self._secrets:
+                if s.placeholder.encode() in buf:
+                    where = (
+                        "is sent over HTTPS only, never in a plain-HTTP request"
+                        if self._target is None
+                        else f"may be sent only to {', '.join(map(str, s.hosts))}, "
+                        f"not to {self._target}"
+                    )
+                    raise SecretRefused(
+                        f"the secret {s.name} {where} (its placeholder is in the request body)"
+                    )
+        out, self._tail = buf[: max(len(buf) - self._keep, 0)], buf[-self._keep :]
+        return out
+
+    def flush(self) -> bytes:
+        """What is kept back, at the body's end (checked already)."""
+        out, self._tail = self._tail, b""
+        return out
 
 
 class StreamMasker:

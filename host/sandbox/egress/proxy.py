@@ -53,7 +53,7 @@ from urllib.parse import urlsplit
 
 import h11
 
-from .credentials import MintingCA, SecretRefused, SecretSet, upstream_context
+from .credentials import BodyCheck, MintingCA, SecretRefused, SecretSet, upstream_context
 from .policy import NetworkPolicy, ScopePolicy, address_problem
 
 __all__ = [
@@ -451,7 +451,11 @@ class EgressProxy:
             headers = [(b"Host", authority.encode("ascii"))]
             headers += [(k, v) for k, v in request.headers if k.lower() not in _HOP_BY_HOP]
             headers.append((b"Connection", b"close"))
-            if not await _send_request(conn, reader, upstream, up_writer, request, path, headers):
+            check = None if secrets is None else secrets.body_check(None)
+            sent = await _send_request(
+                conn, reader, upstream, up_writer, request, path, headers, check
+            )
+            if not sent:
                 return
             # The response goes back as it comes; the connection closes after it.
             while data := await up_reader.read(_CHUNK):
@@ -511,7 +515,7 @@ class EgressProxy:
                 headers = [(b"Host", authority.encode("ascii"))]
                 for k, v in request.headers:
                     if k.lower() not in _HOP_BY_HOP:
-                        headers.append((k, secrets.substitute(v, host, port)))
+                        headers.append((k, secrets.substitute_header(k, v, host, port)))
             except SecretRefused as exc:
                 raise _Refused(403, str(exc)) from None
             headers.append((b"Connection", b"close"))
@@ -537,7 +541,21 @@ class EgressProxy:
             await writer.drain()
             return
         upstream = h11.Connection(h11.CLIENT)
-        if not await _send_request(inner, reader, upstream, up_writer, request, target, headers):
+        check = secrets.body_check(host, port)
+        try:
+            sent = await _send_request(
+                inner, reader, upstream, up_writer, request, target, headers, check
+            )
+        except _Refused as refused:
+            # Cut off before the placeholder: the upstream never gets the whole request.
+            up_writer.close()
+            self._report(
+                grant, f"{request_line(request)} (in CONNECT {host}:{port})", refused.reason
+            )
+            _answer(inner, writer, refused.status, refused.reason)
+            await writer.drain()
+            return
+        if not sent:
             return
         masker = secrets.masker()
         try:
@@ -593,19 +611,35 @@ async def _send_request(
     request: h11.Request,
     target: str | bytes,
     headers: list[tuple[bytes, bytes]],
+    check: BodyCheck | None = None,
 ) -> bool:
     """Send ``request``'s head (with ``target`` and ``headers``) and then its body, as the
-    sandbox sends it on ``conn``, to the upstream; False when the sandbox's side ended
-    before the end of the body (nothing more is to be done with this request)."""
+    sandbox sends it on ``conn``, to the upstream, the body through ``check`` when given;
+    False when the sandbox's side ended before the end of the body (nothing more is to
+    be done with this request).
+
+    Raises:
+        _Refused: ``check`` found a placeholder in the body (403); what came before it
+            has been sent, the placeholder and the rest have not.
+    """
     up_writer.write(
         upstream.send(h11.Request(method=request.method, target=target, headers=headers)) or b""
     )
     while True:
         event = await _next_event(conn, reader)
         if isinstance(event, h11.Data):
-            up_writer.write(upstream.send(h11.Data(data=event.data)) or b"")
-            await up_writer.drain()
+            data = event.data
+            if check is not None:
+                try:
+                    data = check.feed(data)
+                except SecretRefused as exc:
+                    raise _Refused(403, str(exc)) from None
+            if data:
+                up_writer.write(upstream.send(h11.Data(data=data)) or b"")
+                await up_writer.drain()
         elif isinstance(event, h11.EndOfMessage):
+            if check is not None and (tail := check.flush()):
+                up_writer.write(upstream.send(h11.Data(data=tail)) or b"")
             up_writer.write(upstream.send(h11.EndOfMessage()) or b"")
             await up_writer.drain()
             return True
