@@ -24,7 +24,8 @@ Per connection, one request (HTTP/1.1, parsed by ``h11``):
 The check (:class:`~toolwire.host.sandbox.egress.policy.ScopePolicy`) comes before any lookup;
 an allowed name is then resolved once by the host (or taken from ``[network.resolve]``)
 and the connection goes to that address, refused when it is not public and not pinned.
-A refusal is answered ``403 Forbidden`` with the reason as a ``text/plain`` body, and
+A refusal is answered ``403 Forbidden`` with the reason as a ``text/plain`` body (``502 Bad
+Gateway`` when an allowed name cannot be resolved or reached, or its upstream TLS fails), and
 reported to the grant's ``on_refused`` (the bash tool sends it to the client as a
 ``notifications/message`` log at level ``warning``, logger ``egress``).
 """
