@@ -90,6 +90,27 @@ MUTANTS: tuple[Mutant, ...] = (
         (f"{SECRETS_TESTS}::test_a_response_echoing_the_value_is_masked",),
     ),
     Mutant(
+        "secrets: a request body is not checked for placeholders",
+        "host/sandbox/egress/credentials.py",
+        "if PLACEHOLDER_PREFIX.encode() in buf:",
+        "if False:",
+        (f"{SECRETS_TESTS}::test_a_placeholder_in_a_request_body_goes_to_its_own_hosts_only",),
+    ),
+    Mutant(
+        "secrets: a Basic credential is not decoded",
+        "host/sandbox/egress/credentials.py",
+        'if name.lower() == b"authorization" and (parts := basic_parts(value)) is not None:',
+        "if False and (parts := basic_parts(value)) is not None:",
+        (f"{SECRETS_TESTS}::test_basic_credentials_are_decoded_to_be_checked_and_replaced",),
+    ),
+    Mutant(
+        "secrets: a placeholder in a host name is not refused",
+        "host/sandbox/egress/proxy.py",
+        'policy.secrets.refuse_any(host.lower(), "is never sent in a host name")',
+        "pass",
+        (f"{SECRETS_TESTS}::test_exfiltration_attempts_all_fail",),
+    ),
+    Mutant(
         "secrets: a tool's result is not redacted",
         "host/calls/executor.py",
         "here).\n        return redact(await self._invoke(tool, kwargs, ctx))",
