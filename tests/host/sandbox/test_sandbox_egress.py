@@ -620,3 +620,40 @@ def test_a_workers_relay_sits_in_the_workers_cgroups(net: _Net) -> None:
         if os.geteuid() == 0 and pids_cgroup_expected():
             # The worker's own groups (pids, and memory where the host can make one).
             assert "/toolwire-" in groups and groups != Path("/proc/self/cgroup").read_text()
+
+
+def test_the_relay_execs_the_command_or_says_why_it_cannot(tmp_path: Path) -> None:
+    # The relay finds the program on PATH itself (it imports no os): the command's own
+    # exit status, 127 for a program that is not there, 126 for one that cannot run.
+    import dataclasses
+    import subprocess
+
+    from toolwire.host.sandbox import Sandbox
+
+    from tests.sandbox_support import SANDBOX
+
+    require_sandbox()
+    network = NetworkPolicy.from_table({"allow": ["a.test"]})
+    boxed = dataclasses.replace(
+        SANDBOX, settings=dataclasses.replace(SANDBOX.settings, network=network)
+    )
+    (tmp_path / "not-executable").write_text("#!/bin/sh\n")
+    cases = [
+        (["sh", "-c", "echo ran; exit 7"], 7, ""),
+        (["no-such-program-here"], 127, "no-such-program-here: No such file or directory"),
+        ([str(tmp_path / "not-executable")], 126, "Permission denied"),
+    ]
+    for argv, code, message in cases:
+        wrapped = boxed.wrap(argv, root=tmp_path, cwd=tmp_path, env={"PATH": "/usr/bin:/bin"})
+        try:
+            done = subprocess.run(
+                wrapped.argv,
+                env=wrapped.env,
+                pass_fds=wrapped.pass_fds,
+                capture_output=True,
+                timeout=120,
+            )
+        finally:
+            Sandbox.cleanup(wrapped)
+        assert "relay.py" in " ".join(wrapped.argv), wrapped.argv
+        assert done.returncode == code and message in done.stderr.decode(), (argv, done)
