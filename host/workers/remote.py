@@ -17,7 +17,7 @@ from toolwire.errors import (
 )
 
 from ..schema import ArgumentSchema
-from ..tools.arguments import Arguments
+from ..tools.arguments import Arguments, CheckedArguments
 from ..tools.context import ToolContext
 from ..tools.definition import Tool
 from ..tools.hooks import Block, IncomingCall, ResultPatch, after_tool_call, before_tool_call
@@ -211,9 +211,7 @@ def remote_tool(pool: RemotePool, description: dict[str, Any]) -> Tool:
         input_schema=schema,
         handler=handler,
         is_async=True,
-        # Checked here without the schema's regular expressions (the worker checks them):
-        # a pattern the module chose must not be able to hold the host (ReDoS).
-        validator=Arguments(ArgumentSchema(without_patterns(schema)), "schema", param="arguments"),
+        validator=_HostCheck(schema),
         context_param="ctx",
         output_schema=d.get("outputSchema"),
         annotations=d.get("annotations"),
@@ -227,6 +225,30 @@ def remote_tool(pool: RemotePool, description: dict[str, Any]) -> Tool:
         early_start=early_start,
         known_definition=d,
     )
+
+
+class _HostCheck(Arguments):
+    """The host's check of a worker's tool's arguments: its input schema without the
+    regular expressions (:func:`without_patterns`; the worker checks them), so that a
+    pattern the module chose cannot hold the host (ReDoS). The copy is made, and the
+    check compiled, at the tool's first call: a module of 2,000 tools costs the host
+    nothing per tool before then (copying every schema at registration was most of the
+    host's share of a large module's start, bench/NOTES.md)."""
+
+    __slots__ = ("_raw",)
+
+    def __init__(self, schema: dict[str, Any]) -> None:
+        self._raw = schema
+        super().__init__(_UNCOMPILED, "schema", param="arguments")
+
+    def _first_check(self, arguments: Any) -> CheckedArguments:
+        if self.schema is _UNCOMPILED:
+            self.schema = ArgumentSchema(without_patterns(self._raw))
+        return super()._first_check(arguments)
+
+
+_UNCOMPILED = ArgumentSchema({})
+"""What a :class:`_HostCheck` holds until its first call."""
 
 
 def remote_hook(pool: RemotePool, info: dict[str, Any]) -> Callable[..., Awaitable[Any]]:
