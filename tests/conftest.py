@@ -2,11 +2,26 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 
 import pytest
 
 from tests.hostproc import TOOLS_DIR, HostProcess
+
+_CACHE_HOME = tempfile.mkdtemp(prefix="toolwire-test-cache-")
+os.environ["XDG_CACHE_HOME"] = _CACHE_HOME
+"""The hosts under test (in process and their subprocesses) keep their worker definition
+cache (toolwire.host.workers.listcache) here, one directory per test process, never in the
+user's own cache."""
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Remove this process's cache directory (:data:`_CACHE_HOME`)."""
+    shutil.rmtree(_CACHE_HOME, ignore_errors=True)
+
 
 SLOW_FIRST = (
     "test_sandbox_escape_launch.py",

@@ -156,6 +156,8 @@ async def run_batch(
             run.immediate(i, error_result(length_stop_text(call.name)))
         return _batch_result(run)
 
+    if (pending := registry.pending) is not None:
+        await pending.wait()  # tools listed from the definition cache, not yet confirmed
     ready: list[tuple[int, Prepared]] = []
     asking = False
     for i, call in enumerate(calls):

@@ -353,6 +353,8 @@ class HostServer:
         name = params.get("name")
         if type(name) is not str:
             raise JsonRpcError(INVALID_PARAMS, "tools/call needs a string 'name'")
+        if (pending := self.registry.pending) is not None:
+            await pending.wait()  # tools listed from the definition cache, not yet confirmed
         tool = self.registry.get(name)
         if tool is None:
             raise JsonRpcError(INVALID_PARAMS, f"Unknown tool: {name}", {"name": name})
@@ -430,6 +432,7 @@ class HostServer:
         tool = self.registry.get(name) if type(name) is str else None
         if (
             tool is None
+            or self.registry.pending is not None
             or tool.early_start is None
             or tool.prepare_arguments is not None
             or tool.mutates

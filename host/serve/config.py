@@ -10,7 +10,8 @@ its own, so files a tool writes cannot reconfigure the next host). Tables:
 * ``[approval]``: ``policy`` (a list of tool names, ``"destructive"`` or ``"all"``) and
   ``timeout`` (seconds);
 * ``[http]``: serve Streamable HTTP (:mod:`toolwire.host.serve.httpconfig`);
-* ``[workers]``: ``start`` (``"spawn"``, the default, or ``"fork"``: ``--worker-start``);
+* ``[workers]``: ``start`` (``"spawn"``, the default, or ``"fork"``: ``--worker-start``),
+  ``list_cache`` (``true``, the default; ``false``: ``--no-list-cache``);
 * ``[network]``: the egress policy of sandboxed processes (``allow``, ``resolve``,
   ``tools.NAME.allow``, ``modules.NAME.allow``: :mod:`toolwire.host.sandbox.egress.policy`);
 * ``[secrets.NAME]``: ``env`` or ``file``, and ``hosts``: credentials the egress proxy
@@ -133,6 +134,7 @@ def config_schema() -> Any:
     class WorkersTable(BaseModel):
         model_config = strict
         start: Literal["spawn", "fork"] = "spawn"
+        list_cache: bool = True
 
     def _rule(value: str) -> str:
         from ..sandbox.egress.policy import parse_rule

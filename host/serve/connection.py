@@ -36,6 +36,7 @@ from ..sandbox.probe import resolve_sandbox
 from ..tools.definition import ToolDefinitionError
 from ..tools.loading import entry_point_names, load_entry_points, load_tools
 from ..tools.registry import Registry
+from ..workers.listcache import DefinitionCache
 from ..workers.pool import ModuleSpec, Workers, WorkerStartError
 from .inputs_collect import check_configured_bwrap, collect
 from .options import HostConfig, StartupError
@@ -286,6 +287,7 @@ def start_workers(
         max_message_size=config.max_message_size,
         log_level=config.log_level,
         start=config.worker_start,
+        list_cache=DefinitionCache(root=str(env.root)) if config.list_cache else None,
         notify=lambda level, text: server.send_log(level, text, "toolwire"),
         host_closing=lambda: server.session is not None and server.session.closing,
         client_backlogged=lambda: (

@@ -65,6 +65,9 @@ class HostConfig:
             (:mod:`toolwire.host.workers.template`), so the workers of one module share the
             template's sandbox (its namespaces and private ``/tmp``).
         reload: watch the tool modules' files and reload them on change (``--reload``).
+        list_cache: keep the worker modules' tool definitions between starts and list
+            them before the workers are up (``--no-list-cache``, ``[workers] list_cache
+            = false`` turn it off; :mod:`toolwire.host.workers.listcache`).
         config_file: the ``--config`` file the settings were read from (None: none);
             a host input (:mod:`toolwire.host.sandbox.inputs`).
         http: serve Streamable HTTP with these settings instead of stdio (None: stdio;
@@ -90,6 +93,7 @@ class HostConfig:
     workers: int = field(default_factory=lambda: os.cpu_count() or 1)
     worker_start: Literal["spawn", "fork"] = "spawn"
     reload: bool = False
+    list_cache: bool = True
     config_file: Path | None = None
     http: HttpSettings | None = None
     fleet: FleetSettings = field(default_factory=FleetSettings)
@@ -211,6 +215,15 @@ def build_parser(prog: str = "toolwire serve") -> argparse.ArgumentParser:
         "but they share one sandbox (default: spawn)",
     )
     p.add_argument(
+        "--no-list-cache",
+        dest="list_cache",
+        action="store_false",
+        default=None,
+        help="do not keep the tool modules' definitions between starts (by default the "
+        "first tools/list is answered from them while the workers start, and checked "
+        "against the workers' answer)",
+    )
+    p.add_argument(
         "--reload",
         action="store_true",
         default=None,
@@ -287,6 +300,7 @@ def _config_from_args(ns: argparse.Namespace) -> HostConfig:
         "approval_timeout",
         "http",
         "worker_start",
+        "list_cache",
         "fleet",
     }
     unknown = set(host) - known
@@ -334,6 +348,10 @@ def _config_from_args(ns: argparse.Namespace) -> HostConfig:
                 getattr(ns, "worker_start", None) or tables.get("workers", {}).get("start", "spawn")
             ),
             reload=bool(pick(ns.reload, "reload", False)),
+            list_cache=(
+                getattr(ns, "list_cache", None) is not False
+                and bool(tables.get("workers", {}).get("list_cache", True))
+            ),
             config_file=getattr(ns, "config", None),
             http=http_settings_from(ns, tables.get("http", {})),
             fleet=fleet_settings_from(ns, tables.get("fleet", {})),

@@ -8,6 +8,8 @@ import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+import anyio
+
 from .decorator import build_tool
 from .definition import Tool, ToolDefinitionError, check_tool_name
 from .hooks import HookKind, HookSet
@@ -24,6 +26,7 @@ class Registry:
 
     Attributes:
         hooks: the before/after hooks run around every call (:meth:`add_hook`).
+        pending: see below.
     """
 
     def __init__(self) -> None:
@@ -31,6 +34,12 @@ class Registry:
         self._defs: list[dict[str, Any]] | None = None
         self._listeners: list[Callable[[], None]] = []
         self.hooks = HookSet()
+        self.pending: anyio.Event | None = None
+        """Set while some tools are provisional: listed from the worker definition cache
+        before their worker confirmed them (:mod:`toolwire.host.workers.listcache`); an
+        event set, and this reset to None, once every one is confirmed or replaced.
+        Calls wait for it before looking their tool up, so none runs under a definition
+        its worker did not give."""
 
     def add_hook(
         self,

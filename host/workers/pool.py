@@ -70,6 +70,7 @@ from .process import (
     _TimedOut,
     describe_status,
 )
+from .listcache import DefinitionCache
 from .remote import (
     _module_location,
     importable_beside,
@@ -165,6 +166,9 @@ class WorkerPool:
         self.template: WorkerProcess | None = None
         """The process this generation's workers are forked from (:mod:`.template`),
         once started; replaced when it dies."""
+        self.cache_key: str | None = None
+        """This generation's key in the definition cache (:mod:`.listcache`), taken
+        before its first worker started; None when not cached."""
 
     def own_paths(self) -> list[str]:
         """What ``--reload`` watches for this module, decided by the host (never by what
@@ -189,8 +193,14 @@ class WorkerPool:
             return importable_beside(os.path.realpath(self.module.file))
         return _module_location(self.module.spec) if self.module.kind == "tools" else []
 
-    async def start_first(self) -> WorkerProcess:
+    async def start_first(
+        self, first_ready: Callable[[WorkerProcess], None] | None = None
+    ) -> WorkerProcess:
         """Start the pool's first worker (at host start-up or after a reload).
+
+        Args:
+            first_ready: called once the first worker has answered ``initialize``
+                (before the second of a pool of two or more has).
 
         Raises:
             WorkerStartError: see :meth:`WorkerProcess.start`.
@@ -198,6 +208,8 @@ class WorkerPool:
         worker = self._new_worker()
         if self.size < 2:
             await self._start(worker)
+            if first_ready is not None:
+                first_ready(worker)
             return worker
         # Two at once (as fast as one on two cores): the first concurrent calls after
         # start-up or a reload then find two ready workers.
@@ -207,6 +219,8 @@ class WorkerPool:
             tg.start_soon(self._start_spare, second, False)
             try:
                 await self._start(worker)
+                if first_ready is not None:
+                    first_ready(worker)
             except WorkerStartError as exc:
                 failed = exc  # raised below, outside the task group
                 # The first worker's failure is the one reported; the second is ended
@@ -738,6 +752,9 @@ class Workers:
             process of its own in a sandbox of its own (bubblewrap, when active);
             "fork", forked from its module's template process (:mod:`.template`),
             sharing the template's sandbox with the module's other workers.
+        list_cache: the definition cache (:mod:`.listcache`; None: off): a module
+            found there has its tools registered at once, before its first worker is up,
+            and checked against that worker's answer when it comes.
 
     Raises:
         ValueError: ``start`` is not "spawn" or "fork", or "fork" where it is not
@@ -758,6 +775,7 @@ class Workers:
         host_closing: Callable[[], bool] | None = None,
         client_backlogged: Callable[[], bool] | None = None,
         start: Literal["spawn", "fork"] = "spawn",
+        list_cache: DefinitionCache | None = None,
     ) -> None:
         if start not in ("spawn", "fork") or (start == "fork" and not FORK_SUPPORTED):
             raise ValueError(f"worker start {start!r} is not available here")
@@ -779,6 +797,10 @@ class Workers:
         self.live = _LiveCalls()
         self.closing = False
         self._tg: TaskGroup | None = None
+        self.list_cache = list_cache
+        self._unconfirmed: set[WorkerPool] = set()
+        """Pools whose tools were registered from the definition cache and whose first
+        worker has not answered yet (:meth:`_confirm_cached`)."""
 
     def client_backlogged(self) -> bool:
         """Whether the client is behind in reading (then workers' progress and log
@@ -834,6 +856,16 @@ class Workers:
                 message names the module.
         """
         pools = [WorkerPool(self, m, self.size) for m in modules]
+        cache = self.list_cache
+        if cache is not None:
+            waiting = []
+            for pool in pools:
+                pool.cache_key = cache.key(pool)
+                cached = cache.load(pool.cache_key) if pool.cache_key is not None else None
+                if cached is not None and self._register_cached(pool, cached):
+                    continue
+                waiting.append(pool)
+            pools = waiting
         failures: list[tuple[WorkerPool, WorkerStartError]] = []
 
         async def start(pool: WorkerPool) -> None:
@@ -876,6 +908,103 @@ class Workers:
                 log.error("%s: %s", pool.module.label, exc)
                 continue
             self.pools.append(pool)
+            self._cache_soon(pool, pool.workers[0].info)
+
+    # ------------------------------------------------------------------ definition cache
+
+    def _register_cached(self, pool: WorkerPool, cached: dict[str, Any]) -> bool:
+        """Register ``pool``'s tools and hooks from its definition-cache entry, mark them
+        provisional (:attr:`Registry.pending`) and start its first worker in the
+        background to confirm them (:meth:`_confirm_cached`). False when the entry
+        cannot be registered (malformed, or a name taken): the module then starts as
+        without a cache."""
+        try:
+            self._install(pool, cached, replacing=None)
+        except Exception as exc:
+            log.info("%s: its cached definitions are not used: %s", pool.module.label, exc)
+            return False
+        self.pools.append(pool)
+        self._unconfirmed.add(pool)
+        if self.registry.pending is None:
+            self.registry.pending = anyio.Event()
+        log.info("%s: %d tools listed from the definition cache", pool.module.label, len(pool.tools))
+        self.spawn(self._confirm_cached, pool, cached)
+        return True
+
+    async def _confirm_cached(self, pool: WorkerPool, cached: dict[str, Any]) -> None:
+        """Start the first worker of a pool registered from the cache and check its answer
+        against the entry: the same changes nothing; a different one replaces the
+        stand-ins (one registry change: ``notifications/tools/list_changed``) and is
+        stored; a module that does not load loses its tools (the same notification) and
+        its entry. Then the pool is no longer provisional."""
+        from .listcache import listed
+
+        def check(worker: WorkerProcess) -> None:
+            info = worker.info
+            if listed(info) == listed(cached):
+                log.info("%s: its cached definitions are confirmed", pool.module.label)
+            else:
+                log.info("%s: its cached definitions differ from its worker's; replaced",
+                         pool.module.label)
+                try:
+                    self._install(pool, info, replacing=pool)
+                except Exception as exc:  # a duplicate name, or a malformed answer
+                    self._withdraw(pool, f"its tools could not be registered: {exc}")
+                    return
+                self._cache_soon(pool, info)
+            self._confirmed(pool)
+
+        try:
+            await pool.start_first(check)
+        except WorkerStartError as exc:
+            if pool in self._unconfirmed:
+                detail = f"\n{exc.traceback.rstrip()}" if exc.traceback else ""
+                self._withdraw(pool, f"it did not load in its worker process: {exc}{detail}")
+        finally:
+            self._confirmed(pool)
+
+    def _withdraw(self, pool: WorkerPool, why: str) -> None:
+        """Remove the tools and hooks a pool registered from the cache (its worker did not
+        confirm them), drop its entry and make it unavailable, said once."""
+        if self.list_cache is not None and pool.cache_key is not None:
+            self.list_cache.drop(pool.cache_key)
+        self.registry.swap(list(pool.tools), [], remove_hooks=pool.hooks)
+        pool.tools = {}
+        pool.hooks = []
+        for worker in list(pool.workers):
+            worker.kill("its module's tools were withdrawn")
+        pool.unavailable = f"The tools of {pool.module.label} are unavailable: {why}"
+        pool.kill_template("its module did not load")
+        log.error("%s", pool.unavailable)
+        if self.notify is not None:
+            self.notify("error", pool.unavailable)
+        self._confirmed(pool)
+
+    def _confirmed(self, pool: WorkerPool) -> None:
+        """``pool`` is no longer provisional; the last one releases the calls waiting."""
+        self._unconfirmed.discard(pool)
+        pending = self.registry.pending
+        if not self._unconfirmed and pending is not None:
+            self.registry.pending = None
+            pending.set()
+
+    def _cache_soon(self, pool: WorkerPool, info: dict[str, Any]) -> None:
+        """Store ``info``, the answer of ``pool``'s first worker, in the definition cache
+        (in a thread, off the event loop), when the module's key is still the one taken
+        before that worker started: a sibling changed meanwhile may or may not be what
+        the worker imported, so nothing is stored then."""
+        cache, key = self.list_cache, pool.cache_key
+        if cache is None or key is None:
+            return
+
+        def store() -> None:
+            if cache.key(pool) == key:
+                cache.store(key, info)
+
+        async def run() -> None:
+            await anyio.to_thread.run_sync(store)
+
+        self.spawn(run)
 
     def register(self, pool: WorkerPool, info: dict[str, Any]) -> None:
         """Register the tools and hooks a worker of ``pool`` reported.
@@ -971,6 +1100,8 @@ class Workers:
             Whether the new generation took over.
         """
         new = WorkerPool(self, pool.module, self.size)
+        if self.list_cache is not None:
+            new.cache_key = self.list_cache.key(new)
         label = pool.module.label
         try:
             try:
@@ -1009,6 +1140,7 @@ class Workers:
             return False
         self.pools[self.pools.index(pool)] = new
         pool.retire()
+        self._cache_soon(new, new.workers[0].info)
         log.info("reloaded %s: %d tools", label, len(new.tools))
         if self.notify is not None:
             self.notify("info", f"Reloaded {label}: {len(new.tools)} tools")
