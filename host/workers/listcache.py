@@ -86,13 +86,16 @@ def listed(info: dict[str, Any]) -> dict[str, Any]:
 def _toolwire_fingerprint() -> bytes:
     """The size and modification time of every ``.py`` file of the toolwire packages in
     use (toolwire's own code builds the definitions a worker reports)."""
-    import toolwire
     import toolwire.host
+
+    import toolwire
 
     digest = hashlib.sha256()
     version = getattr(toolwire, "__version__", "")
     digest.update(f"toolwire {version}\0".encode())
-    for top in sorted({os.path.dirname(toolwire.__file__), os.path.dirname(toolwire.host.__file__)}):
+    for top in sorted(
+        {os.path.dirname(toolwire.__file__), os.path.dirname(toolwire.host.__file__)}
+    ):
         for folder, dirs, files in os.walk(top):
             dirs[:] = sorted(d for d in dirs if d != "__pycache__")
             for name in sorted(files):

@@ -55,6 +55,7 @@ from ..tools.registry import Registry
 from ..tools.results import ProtocolFailure, ToolError, WireResult, error_result
 from ..tools.rounds import InputNeeded
 from . import health
+from .listcache import DefinitionCache
 from .process import (
     START_TIMEOUT,
     STOP_GRACE,
@@ -70,7 +71,6 @@ from .process import (
     _TimedOut,
     describe_status,
 )
-from .listcache import DefinitionCache
 from .remote import (
     _module_location,
     importable_beside,
@@ -927,7 +927,9 @@ class Workers:
         self._unconfirmed.add(pool)
         if self.registry.pending is None:
             self.registry.pending = anyio.Event()
-        log.info("%s: %d tools listed from the definition cache", pool.module.label, len(pool.tools))
+        log.info(
+            "%s: %d tools listed from the definition cache", pool.module.label, len(pool.tools)
+        )
         self.spawn(self._confirm_cached, pool, cached)
         return True
 
@@ -944,8 +946,10 @@ class Workers:
             if listed(info) == listed(cached):
                 log.info("%s: its cached definitions are confirmed", pool.module.label)
             else:
-                log.info("%s: its cached definitions differ from its worker's; replaced",
-                         pool.module.label)
+                log.info(
+                    "%s: its cached definitions differ from its worker's; replaced",
+                    pool.module.label,
+                )
                 try:
                     self._install(pool, info, replacing=pool)
                 except Exception as exc:  # a duplicate name, or a malformed answer

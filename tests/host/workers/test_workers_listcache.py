@@ -70,9 +70,7 @@ def _entries(cache: Path) -> list[Path]:
 
 
 @contextmanager
-def _host(
-    tmp_path: Path, root: Path, module: Path, *extra: str
-) -> Iterator[HostProcess]:
+def _host(tmp_path: Path, root: Path, module: Path, *extra: str) -> Iterator[HostProcess]:
     args = ["--root", str(root), "--no-builtins", "--no-entry-points", "--workers", "1"]
     args += ["--tools", str(module), "--log-level", "info", *extra]
     with HostProcess(args, env={"XDG_CACHE_HOME": str(tmp_path / "cache")}) as h:
@@ -112,8 +110,14 @@ def test_first_list_is_served_from_the_cache_before_the_worker_is_up(tmp_path: P
         # The worker is held at its import until _release: this answer cannot be its.
         assert _list(h) == first
         assert "listed from the definition cache" in h.stderr
-        h.send({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
-                "params": {"name": "shout", "arguments": {"text": "hi"}}})
+        h.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 7,
+                "method": "tools/call",
+                "params": {"name": "shout", "arguments": {"text": "hi"}},
+            }
+        )
         _release(root / "gate")
         answer = h.recv_response(7, timeout=PROMPT)
         assert text_of_result(answer["result"]) == "HI one"
@@ -144,8 +148,14 @@ def test_a_tampered_entry_is_replaced_at_the_check_and_no_call_runs_before(
         assert [t["name"] for t in listed] == ["shout", "touch", "planted"]
         # A call of the planted tool, sent before the worker is up, waits for the check
         # and then finds no such tool.
-        h.send({"jsonrpc": "2.0", "id": 8, "method": "tools/call",
-                "params": {"name": "planted", "arguments": {"text": "x"}}})
+        h.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 8,
+                "method": "tools/call",
+                "params": {"name": "planted", "arguments": {"text": "x"}},
+            }
+        )
         _release(root / "gate")
         answer = h.recv_response(8, timeout=PROMPT)
         assert answer.get("error", {}).get("code") == -32602, answer  # the host's own answer
