@@ -19,6 +19,7 @@ __all__ = [
     "MAX_INT_DIGITS",
     "IntegerTooLong",
     "JSONDecodeError",
+    "RawJSON",
     "dumps",
     "loads",
     "lone_surrogates_replaced",
@@ -181,6 +182,49 @@ def loads(data: bytes | bytearray | memoryview | str) -> Any:
         raise ValueError(str(exc if str(error) == "invalid JSON" else error)) from None
 
 
+class RawJSON:
+    """A JSON value encoded already, which :func:`dumps` writes as it is, without
+    decoding it and encoding it again (the input schemas of tools listed from the worker
+    definition cache, :mod:`toolwire.host.workers.listcache`: megabytes of them for a
+    large module).
+
+    Attributes:
+        data: one JSON text, compact UTF-8, as orjson wrote it (never checked here:
+            whoever makes one vouches for it).
+    """
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def decoded(self) -> Any:
+        """The value (decoded at each call)."""
+        return orjson.loads(self.data)
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is RawJSON:
+            return self.data == other.data
+        return bool(self.decoded() == other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"RawJSON({len(self.data)} bytes)"
+
+
+def _orjson_default(obj: Any) -> Any:
+    if type(obj) is RawJSON:
+        return orjson.Fragment(obj.data)
+    raise TypeError(f"Type is not JSON serializable: {type(obj).__name__}")
+
+
+def _stdlib_default(obj: Any) -> Any:
+    if type(obj) is RawJSON:
+        return obj.decoded()
+    raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
+
+
 def dumps(obj: Any, *, replace_surrogates: bool = False) -> bytes:
     """Serialise to compact UTF-8 JSON bytes with no raw newline characters.
 
@@ -200,7 +244,7 @@ def dumps(obj: Any, *, replace_surrogates: bool = False) -> bytes:
             deeper than :data:`MAX_DEPTH` levels.
     """
     try:
-        out = orjson.dumps(obj)
+        out = orjson.dumps(obj, default=_orjson_default)
     except TypeError:
         return _dumps_stdlib(obj, replace_surrogates)
     # orjson's output keeps the whole buffer it wrote into: 4 KiB at least, and about
@@ -243,13 +287,21 @@ def _dumps_stdlib(obj: Any, replace_surrogates: bool = False) -> bytes:
     if need > limit:
         sys.setrecursionlimit(need)
     try:
-        text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        text = json.dumps(
+            obj,
+            ensure_ascii=False,
+            separators=(",", ":"),
+            allow_nan=False,
+            default=_stdlib_default,
+        )
         try:
             return text.encode("utf-8")
         except UnicodeEncodeError:
             if replace_surrogates:
                 return lone_surrogates_replaced(text).encode("utf-8")
-            return json.dumps(obj, separators=(",", ":"), allow_nan=False).encode("ascii")
+            return json.dumps(
+                obj, separators=(",", ":"), allow_nan=False, default=_stdlib_default
+            ).encode("ascii")
     except RecursionError:
         raise ValueError(f"nested deeper than {MAX_DEPTH} levels") from None
     finally:

@@ -42,6 +42,7 @@ import contextlib
 import hashlib
 import logging
 import os
+import re
 import stat
 import sys
 import tempfile
@@ -49,15 +50,30 @@ from typing import Any, Protocol
 
 import orjson
 
+from toolwire._json import RawJSON
+
 from ..sandbox.bubblewrap import Sandbox
 from .process import ModuleSpec
 
-__all__ = ["CachedPool", "DefinitionCache", "cache_directory", "listed"]
+__all__ = [
+    "CachedPool",
+    "DefinitionCache",
+    "cache_directory",
+    "decode_entry",
+    "encode_entry",
+    "listed",
+]
 
 log = logging.getLogger("toolwire.workers")
 
-FORMAT = 1
-"""The entries' format (part of the key)."""
+FORMAT = 2
+"""The entries' format (part of the key): one line of JSON, the header (the key, the hooks,
+and every tool's description with its input schema replaced by the ``[start, end]`` byte
+range of that schema in the body, and the SHA-256 of the body), a newline, then the body:
+the input schemas' JSON texts one after the other, as orjson encoded them."""
+
+_CONTROL = re.compile(rb"[\x00-\x1f]")
+"""A byte no JSON text as orjson writes it holds raw (newlines, among others)."""
 
 MAX_FILES = 2000
 """Most source files hashed into one module's key; a module with more is not cached."""
@@ -86,16 +102,13 @@ def listed(info: dict[str, Any]) -> dict[str, Any]:
 def _toolwire_fingerprint() -> bytes:
     """The size and modification time of every ``.py`` file of the toolwire packages in
     use (toolwire's own code builds the definitions a worker reports)."""
-    import toolwire.host
-
     import toolwire
 
     digest = hashlib.sha256()
     version = getattr(toolwire, "__version__", "")
     digest.update(f"toolwire {version}\0".encode())
-    for top in sorted(
-        {os.path.dirname(toolwire.__file__), os.path.dirname(toolwire.host.__file__)}
-    ):
+    host_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # toolwire.host
+    for top in sorted({os.path.dirname(toolwire.__file__), host_dir}):
         for folder, dirs, files in os.walk(top):
             dirs[:] = sorted(d for d in dirs if d != "__pycache__")
             for name in sorted(files):
@@ -255,34 +268,28 @@ class DefinitionCache:
         assert self.directory is not None
         return os.path.join(self.directory, f"{key}.json")
 
-    def load(self, key: str) -> dict[str, Any] | None:
-        """The stored answer under ``key`` (``{"tools": [...], "hooks": [...]}``), or
-        None: no entry, or one that is unreadable or not of this key and shape."""
+    def load(self, key: str) -> tuple[dict[str, Any], bytes] | None:
+        """The stored answer under ``key`` and the entry's bytes, or None: no entry, or
+        one that is unreadable or not of this key, format and shape. The answer's input
+        schemas are :class:`~toolwire._json.RawJSON`: sent to clients as they are stored,
+        decoded only when a tool is first called."""
         if self.directory is None:
             return None
         try:
             with open(self._path(key), "rb") as f:
-                entry = orjson.loads(f.read())
-        except (OSError, orjson.JSONDecodeError):
+                data = f.read()
+        except OSError:
             return None
-        if (
-            type(entry) is not dict
-            or entry.get("key") != key
-            or type(entry.get("tools")) is not list
-            or type(entry.get("hooks")) is not list
-        ):
-            return None
-        return {"tools": entry["tools"], "hooks": entry["hooks"]}
+        info = decode_entry(key, data)
+        return None if info is None else (info, data)
 
-    def store(self, key: str, info: dict[str, Any]) -> None:
-        """Store a worker's answer under ``key`` (written to a temporary file and renamed
-        over the entry, so a reader sees the old entry or the new one whole). Errors
-        are logged, never raised: the cache only ever saves time."""
+    def store(self, key: str, data: bytes) -> None:
+        """Store an entry (:func:`encode_entry`) under ``key``, written to a temporary
+        file and renamed over the entry, so a reader sees the old entry or the new one
+        whole. Errors are logged, never raised: the cache only ever saves time."""
         if self.directory is None:
             return
-        entry = {"key": key, **listed(info)}
         try:
-            data = orjson.dumps(entry)
             fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=self.directory)
             try:
                 with os.fdopen(fd, "wb") as f:
@@ -292,7 +299,7 @@ class DefinitionCache:
                 with contextlib.suppress(OSError):
                     os.unlink(tmp)
                 raise
-        except (OSError, TypeError) as exc:
+        except OSError as exc:
             log.info("the definition cache could not store an entry: %s", exc)
 
     def drop(self, key: str) -> None:
@@ -300,3 +307,70 @@ class DefinitionCache:
         if self.directory is not None:
             with contextlib.suppress(OSError):
                 os.unlink(self._path(key))
+
+
+def encode_entry(key: str, info: dict[str, Any]) -> bytes | None:
+    """The entry of a worker's answer (:data:`FORMAT`); the same answer always gives the
+    same bytes, so an answer is compared with an entry by its encoding. None when the
+    answer cannot be stored (a tool without an object input schema, or something orjson
+    cannot encode, such as an integer beyond 64 bits)."""
+    body = bytearray()
+    tools = []
+    try:
+        for d in listed(info)["tools"]:
+            definition = d.get("definition") if type(d) is dict else None
+            schema = definition.get("inputSchema") if type(definition) is dict else None
+            if type(schema) is RawJSON:
+                data = schema.data
+            elif type(schema) is dict:
+                data = orjson.dumps(schema)
+            else:
+                return None
+            start = len(body)
+            body += data
+            assert definition is not None
+            tools.append({**d, "definition": {**definition, "inputSchema": [start, len(body)]}})
+        header = {
+            "key": key,
+            "body": hashlib.sha256(body).hexdigest(),
+            "tools": tools,
+            "hooks": listed(info)["hooks"],
+        }
+        return orjson.dumps(header) + b"\n" + bytes(body)
+    except TypeError:
+        return None
+
+
+def decode_entry(key: str, data: bytes) -> dict[str, Any] | None:
+    """The answer an entry holds (``{"tools": [...], "hooks": [...]}``, input schemas as
+    :class:`~toolwire._json.RawJSON`), or None for anything but an intact entry of
+    ``key``: its body's digest must match and hold no raw control character, so a
+    damaged file can never put a broken or newline-split JSON text on the wire."""
+    head, newline, body = data.partition(b"\n")
+    try:
+        entry = orjson.loads(head)
+    except orjson.JSONDecodeError:
+        return None
+    if (
+        not newline
+        or type(entry) is not dict
+        or entry.get("key") != key
+        or type(entry.get("tools")) is not list
+        or type(entry.get("hooks")) is not list
+        or entry.get("body") != hashlib.sha256(body).hexdigest()
+        or _CONTROL.search(body)
+    ):
+        return None
+    for d in entry["tools"]:
+        definition = d.get("definition") if type(d) is dict else None
+        at = definition.get("inputSchema") if type(definition) is dict else None
+        if (
+            type(at) is not list
+            or len(at) != 2
+            or not all(type(n) is int for n in at)
+            or not 0 <= at[0] < at[1] <= len(body)
+        ):
+            return None
+        assert definition is not None
+        definition["inputSchema"] = RawJSON(body[at[0] : at[1]])
+    return {"tools": entry["tools"], "hooks": entry["hooks"]}

@@ -862,7 +862,7 @@ class Workers:
             for pool in pools:
                 pool.cache_key = cache.key(pool)
                 cached = cache.load(pool.cache_key) if pool.cache_key is not None else None
-                if cached is not None and self._register_cached(pool, cached):
+                if cached is not None and self._register_cached(pool, *cached):
                     continue
                 waiting.append(pool)
             pools = waiting
@@ -912,8 +912,9 @@ class Workers:
 
     # ------------------------------------------------------------------ definition cache
 
-    def _register_cached(self, pool: WorkerPool, cached: dict[str, Any]) -> bool:
-        """Register ``pool``'s tools and hooks from its definition-cache entry, mark them
+    def _register_cached(self, pool: WorkerPool, cached: dict[str, Any], entry: bytes) -> bool:
+        """Register ``pool``'s tools and hooks from its definition-cache entry (``cached``,
+        decoded from the bytes ``entry``), mark them
         provisional (:attr:`Registry.pending`) and start its first worker in the
         background to confirm them (:meth:`_confirm_cached`). False when the entry
         cannot be registered (malformed, or a name taken): the module then starts as
@@ -930,20 +931,23 @@ class Workers:
         log.info(
             "%s: %d tools listed from the definition cache", pool.module.label, len(pool.tools)
         )
-        self.spawn(self._confirm_cached, pool, cached)
+        self.spawn(self._confirm_cached, pool, entry)
         return True
 
-    async def _confirm_cached(self, pool: WorkerPool, cached: dict[str, Any]) -> None:
+    async def _confirm_cached(self, pool: WorkerPool, entry: bytes) -> None:
         """Start the first worker of a pool registered from the cache and check its answer
         against the entry: the same changes nothing; a different one replaces the
         stand-ins (one registry change: ``notifications/tools/list_changed``) and is
         stored; a module that does not load loses its tools (the same notification) and
-        its entry. Then the pool is no longer provisional."""
-        from .listcache import listed
+        its entry. Then the pool is no longer provisional. The answer is compared by its
+        encoding (:func:`~.listcache.encode_entry`: the same answer, the same bytes), which
+        also proves every input schema the host sends from the entry as it is."""
+        from .listcache import encode_entry
 
         def check(worker: WorkerProcess) -> None:
             info = worker.info
-            if listed(info) == listed(cached):
+            assert pool.cache_key is not None
+            if encode_entry(pool.cache_key, info) == entry:
                 log.info("%s: its cached definitions are confirmed", pool.module.label)
             else:
                 log.info(
@@ -1002,8 +1006,11 @@ class Workers:
             return
 
         def store() -> None:
-            if cache.key(pool) == key:
-                cache.store(key, info)
+            from .listcache import encode_entry
+
+            data = encode_entry(key, info)
+            if data is not None and cache.key(pool) == key:
+                cache.store(key, data)
 
         async def run() -> None:
             await anyio.to_thread.run_sync(store)

@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from toolwire._json import RawJSON
 from toolwire.errors import (
     JsonRpcError,
 )
@@ -167,7 +168,7 @@ def remote_tool(pool: RemotePool, description: dict[str, Any]) -> Tool:
         raise ValueError(f"malformed tool description from {pool.module.label}")
     name: str = d["name"]
     schema = d.get("inputSchema")
-    if not isinstance(schema, dict):
+    if not isinstance(schema, (dict, RawJSON)):
         raise ValueError(f"tool {name!r} from {pool.module.label} has no input schema")
     mutates = description.get("mutates") or []
     timeout = description.get("timeout")
@@ -205,10 +206,10 @@ def remote_tool(pool: RemotePool, description: dict[str, Any]) -> Tool:
                 raise ToolError(exc.message) from None
             return out.get("arguments") if isinstance(out, dict) else None
 
-    return Tool(
+    return (_ListedTool if type(schema) is RawJSON else Tool)(
         name=name,
         description=str(d.get("description", "")),
-        input_schema=schema,
+        input_schema=schema,  # type: ignore[arg-type]  # a _ListedTool decodes a RawJSON
         handler=handler,
         is_async=True,
         validator=_HostCheck(schema),
@@ -237,14 +238,34 @@ class _HostCheck(Arguments):
 
     __slots__ = ("_raw",)
 
-    def __init__(self, schema: dict[str, Any]) -> None:
+    def __init__(self, schema: dict[str, Any] | RawJSON) -> None:
         self._raw = schema
         super().__init__(_UNCOMPILED, "schema", param="arguments")
 
     def _first_check(self, arguments: Any) -> CheckedArguments:
         if self.schema is _UNCOMPILED:
-            self.schema = ArgumentSchema(without_patterns(self._raw))
+            raw = self._raw
+            schema = raw.decoded() if type(raw) is RawJSON else raw
+            self.schema = ArgumentSchema(without_patterns(schema))
         return super()._first_check(arguments)
+
+
+class _ListedTool(Tool):
+    """The stand-in of a tool listed from the worker definition cache: its input schema
+    stays the JSON text of the entry (:class:`~toolwire._json.RawJSON`) in the definition
+    sent to clients, and is decoded for :attr:`input_schema` only when something in the
+    host reads it (an HTTP header check)."""
+
+    @property
+    def input_schema(self) -> dict[str, Any]:
+        value = self.__dict__["_input_schema"]
+        if type(value) is RawJSON:
+            value = self.__dict__["_input_schema"] = value.decoded()
+        return value  # type: ignore[no-any-return]
+
+    @input_schema.setter
+    def input_schema(self, value: dict[str, Any] | RawJSON) -> None:
+        self.__dict__["_input_schema"] = value
 
 
 _UNCOMPILED = ArgumentSchema({})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from toolwire._json import loads
+from toolwire._json import RawJSON, dumps, loads
 
 
 @pytest.mark.parametrize("pad", [0, 10_000])
@@ -36,3 +36,22 @@ def test_big_floats_stay_floats(pad: int) -> None:
 def test_overflowing_numbers_are_refused(pad: int) -> None:
     with pytest.raises(ValueError):
         loads(('{"pad":"' + "x" * pad + '","f":1e999}').encode())
+
+
+def test_raw_json_is_written_as_it_is_on_both_encoders() -> None:
+    """A RawJSON value (an input schema listed from the worker definition cache) is
+    spliced in by orjson, and decoded for the stdlib fallback (a lone surrogate or an
+    integer beyond 64 bits elsewhere in the same message sends the whole message there)."""
+    raw = RawJSON(b'{"type":"object","properties":{"a":{"type":"string"}}}')
+    assert dumps({"inputSchema": raw}) == (
+        b'{"inputSchema":{"type":"object","properties":{"a":{"type":"string"}}}}'
+    )
+    fallback = dumps({"inputSchema": raw, "n": 2**70, "s": "\ud800"})
+    assert loads(fallback) == {
+        "inputSchema": {"type": "object", "properties": {"a": {"type": "string"}}},
+        "n": 2**70,
+        "s": "\ud800",
+    }
+    assert raw == {"type": "object", "properties": {"a": {"type": "string"}}}
+    with pytest.raises(TypeError):
+        dumps({"x": object()})

@@ -11,7 +11,6 @@ check.
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from collections.abc import Iterator
@@ -20,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from toolwire.host.workers.listcache import DefinitionCache
+from toolwire.host.workers.listcache import DefinitionCache, decode_entry, encode_entry
 
 from tests.e2e_helpers import PROMPT, wait_until
 from tests.hostproc import HostProcess
@@ -96,6 +95,17 @@ def _warm(tmp_path: Path, root: Path, module: Path) -> list[dict[str, Any]]:
     return tools
 
 
+def _tamper(entry: Path, change: Any) -> None:
+    """Rewrite ``entry`` as a well-formed entry of its key holding ``change(answer)``."""
+    key = entry.name.removesuffix(".json")
+    answer = decode_entry(key, entry.read_bytes())
+    assert answer is not None
+    change(answer)
+    data = encode_entry(key, answer)
+    assert data is not None
+    entry.write_bytes(data)
+
+
 def _release(gate: Path) -> None:
     """Let the worker held at the FIFO go on importing its module."""
     with open(gate, "w"):
@@ -134,14 +144,16 @@ def test_a_tampered_entry_is_replaced_at_the_check_and_no_call_runs_before(
     root, module = _layout(tmp_path)
     first = _warm(tmp_path, root, module)
     [entry] = _entries(tmp_path / "cache")
-    stored = json.loads(entry.read_text())
-    data = json.loads(entry.read_text())
-    data["tools"][0]["definition"]["description"] = "A lie."
-    data["tools"][1].pop("mutates")  # the per-file queue would be skipped
-    fake = json.loads(json.dumps(data["tools"][0]))
-    fake["definition"]["name"] = "planted"
-    data["tools"].append(fake)
-    entry.write_text(json.dumps(data))
+    stored = entry.read_bytes()
+
+    def lie(answer: dict[str, Any]) -> None:
+        answer["tools"][0]["definition"]["description"] = "A lie."
+        answer["tools"][1].pop("mutates")  # the per-file queue would be skipped
+        fake = {**answer["tools"][0], "definition": {**answer["tools"][0]["definition"]}}
+        fake["definition"]["name"] = "planted"
+        answer["tools"].append(fake)
+
+    _tamper(entry, lie)
     os.mkfifo(root / "gate")
     with _host(tmp_path, root, module) as h:
         listed = _list(h)
@@ -162,7 +174,7 @@ def test_a_tampered_entry_is_replaced_at_the_check_and_no_call_runs_before(
         assert "Unknown tool" in answer["error"]["message"]
         wait_for_message(h, is_method("notifications/tools/list_changed"), PROMPT, "list_changed")
         assert _list(h) == first
-        wait_until(lambda: json.loads(entry.read_text()) == stored, PROMPT, "the entry rewritten")
+        wait_until(lambda: entry.read_bytes() == stored, PROMPT, "the entry rewritten")
 
 
 @pytest.mark.parametrize("change", ["source", "sibling"])
@@ -201,9 +213,7 @@ def test_no_list_cache_never_reads_an_entry(tmp_path: Path) -> None:
     root, module = _layout(tmp_path)
     first = _warm(tmp_path, root, module)
     [entry] = _entries(tmp_path / "cache")
-    data = json.loads(entry.read_text())
-    data["tools"][0]["definition"]["description"] = "A lie."
-    entry.write_text(json.dumps(data))
+    _tamper(entry, lambda answer: answer["tools"][0]["definition"].update(description="A lie."))
     with _host(tmp_path, root, module, "--no-list-cache") as h:
         assert _list(h) == first
     assert "definition cache" not in h.stderr
@@ -221,3 +231,16 @@ def test_a_cache_directory_tools_can_write_or_others_own_is_not_used(tmp_path: P
     cache = DefinitionCache(str(own), root=str(root))
     assert cache.directory == str(own)
     assert stat.S_IMODE(own.stat().st_mode) == 0o700
+
+
+def test_a_damaged_entry_is_never_listed(tmp_path: Path) -> None:
+    """An entry whose body no longer matches its digest (or holds a raw newline, which
+    would split an ndjson message) is not used: the start waits for the worker."""
+    root, module = _layout(tmp_path)
+    first = _warm(tmp_path, root, module)
+    [entry] = _entries(tmp_path / "cache")
+    data = entry.read_bytes()
+    entry.write_bytes(data.replace(b'"type":"string"', b'"type":"\n\nstring"', 1))
+    with _host(tmp_path, root, module) as h:
+        assert _list(h) == first
+    assert "listed from the definition cache" not in h.stderr
