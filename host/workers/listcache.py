@@ -42,7 +42,6 @@ import contextlib
 import hashlib
 import logging
 import os
-import re
 import stat
 import sys
 import tempfile
@@ -72,8 +71,8 @@ and every tool's description with its input schema replaced by the ``[start, end
 range of that schema in the body, and the SHA-256 of the body), a newline, then the body:
 the input schemas' JSON texts one after the other, as orjson encoded them."""
 
-_CONTROL = re.compile(rb"[\x00-\x1f]")
-"""A byte no JSON text as orjson writes it holds raw (newlines, among others)."""
+_CONTROL = bytes(range(0x20))
+"""The bytes no JSON text as orjson writes it holds raw (newlines, among others)."""
 
 MAX_FILES = 2000
 """Most source files hashed into one module's key; a module with more is not cached."""
@@ -346,19 +345,23 @@ def decode_entry(key: str, data: bytes) -> dict[str, Any] | None:
     :class:`~toolwire._json.RawJSON`), or None for anything but an intact entry of
     ``key``: its body's digest must match and hold no raw control character, so a
     damaged file can never put a broken or newline-split JSON text on the wire."""
-    head, newline, body = data.partition(b"\n")
+    split = data.find(b"\n")
+    # One raw control byte in all (the newline after the header): the body, spliced into
+    # messages as it is, can never split an ndjson message.
+    if split < 0 or len(data.translate(None, _CONTROL)) != len(data) - 1:
+        return None
+    base = split + 1
+    body = memoryview(data)[base:]
     try:
-        entry = orjson.loads(head)
+        entry = orjson.loads(data[:split])
     except orjson.JSONDecodeError:
         return None
     if (
-        not newline
-        or type(entry) is not dict
+        type(entry) is not dict
         or entry.get("key") != key
         or type(entry.get("tools")) is not list
         or type(entry.get("hooks")) is not list
         or entry.get("body") != hashlib.sha256(body).hexdigest()
-        or _CONTROL.search(body)
     ):
         return None
     for d in entry["tools"]:
@@ -372,5 +375,5 @@ def decode_entry(key: str, data: bytes) -> dict[str, Any] | None:
         ):
             return None
         assert definition is not None
-        definition["inputSchema"] = RawJSON(body[at[0] : at[1]])
+        definition["inputSchema"] = RawJSON(data[base + at[0] : base + at[1]])
     return {"tools": entry["tools"], "hooks": entry["hooks"]}

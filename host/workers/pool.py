@@ -947,7 +947,9 @@ class Workers:
         def check(worker: WorkerProcess) -> None:
             info = worker.info
             assert pool.cache_key is not None
-            if encode_entry(pool.cache_key, info) == entry:
+            if self._current(pool.module) is not pool:
+                pass  # a --reload replaced this generation meanwhile: its tools are gone
+            elif encode_entry(pool.cache_key, info) == entry:
                 log.info("%s: its cached definitions are confirmed", pool.module.label)
             else:
                 log.info(
@@ -965,7 +967,7 @@ class Workers:
         try:
             await pool.start_first(check)
         except WorkerStartError as exc:
-            if pool in self._unconfirmed:
+            if pool in self._unconfirmed and self._current(pool.module) is pool:
                 detail = f"\n{exc.traceback.rstrip()}" if exc.traceback else ""
                 self._withdraw(pool, f"it did not load in its worker process: {exc}{detail}")
         finally:
