@@ -53,5 +53,7 @@ def test_raw_json_is_written_as_it_is_on_both_encoders() -> None:
         "s": "\ud800",
     }
     assert raw == {"type": "object", "properties": {"a": {"type": "string"}}}
+    # Spliced, never decoded and encoded again: its bytes reach the output as they are.
+    assert dumps([RawJSON(b'{"a": 1}')]) == b'[{"a": 1}]'
     with pytest.raises(TypeError):
         dumps({"x": object()})
