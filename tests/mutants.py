@@ -324,8 +324,8 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         "approval keys: the calls of a batch share one key",
-        "host/calls/approval.py",
-        'key = APPROVAL_KEY if call.batch_id is None else f"{APPROVAL_KEY}/{call_key(call.id)}"',
+        "host/tools/channel.py",
+        'key = f"{APPROVAL_KEY}/{call_key(self._call_id)}" if round.batch else APPROVAL_KEY',
         "key = APPROVAL_KEY",
         (
             "tests/host/methods/test_modern_inputs.py::test_modern_batch_asks_once_per_call_in_source_order",

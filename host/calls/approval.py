@@ -9,38 +9,32 @@ host→client requests; in 2026-07-28 they are input requests of an input-requir
 result (protocol.md §10.4, §11.7). A client that can do neither is denied with a message
 saying so. By default nothing needs approval (the client that launched the host is
 trusted).
+
+This module chooses the question and reads the answer; the era is the call's channel's
+(:class:`~toolwire.host.tools.channel.CallChannel`), which carries the question and, in
+2026-07-28, the request's input round.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from toolwire import _json
 from toolwire.errors import REQUEST_TIMEOUT, JsonRpcError
 from toolwire.extensions import APPROVE, ApprovalDecision, ApprovalRequest, declares_approval
 from toolwire.showntext import escape_hidden, escape_hidden_json
 
-from ..tools.channel import APPROVAL_KEY, LegacyPeer
+from ..tools.channel import APPROVAL_KEY, CallChannel
 from ..tools.definition import Tool
-from ..tools.rounds import call_key, current_round
 
 if TYPE_CHECKING:
     from ..tools.hooks import IncomingCall
 
-
-class ApprovalPeer(LegacyPeer, Protocol):
-    """What asking for approval needs of the 2025-11-25 connection (the host server)."""
-
-    @property
-    def approval_timeout(self) -> float: ...
-
-
 __all__ = [
     "APPROVAL_KEY",
     "FORM_MAX_CHARS",
-    "ApprovalPeer",
     "ApprovalPolicy",
     "FormTooLong",
     "HostDenial",
@@ -219,42 +213,42 @@ def decision_from_elicitation(answer: Any) -> ApprovalDecision:
 
 
 async def approve_call(
-    server: ApprovalPeer, call: IncomingCall, tool: Tool, arguments: dict[str, Any]
+    channel: CallChannel,
+    call: IncomingCall,
+    tool: Tool,
+    arguments: dict[str, Any],
+    *,
+    timeout: float,
 ) -> ApprovalDecision | HostDenial:
-    """Ask the client to approve one call; returns its decision, or a denial the host
-    made itself.
+    """Ask the client to approve one call through the call's channel; returns its
+    decision, or a denial the host made itself.
 
-    Order: ``toolwire/approve`` when the client declared it, else a standard elicitation
-    form when it declared ``elicitation``, else a denial saying the client can do
-    neither. In 2026-07-28 (a call served under an input round) the question becomes an
-    input request: this raises :class:`~toolwire.host.tools.rounds.InputNeeded` until the retry
-    brings the answer (accepted only for a question this host asked, proven by the
-    signed ``requestState``).
+    Order: ``toolwire/approve`` when the client declared it (in the channel's
+    capabilities: ``initialize``'s in 2025-11-25, the request's in 2026-07-28), else a
+    standard elicitation form when it declared ``elicitation``, else a denial saying the
+    client can do neither. The channel decides how the question travels
+    (:meth:`~toolwire.host.tools.channel.CallChannel.ask_approval`): a host→client request
+    in 2025-11-25, answered within ``timeout`` seconds; in 2026-07-28 an input request
+    of the request's input round, so this raises
+    :class:`~toolwire.host.tools.rounds.InputNeeded` until the retry brings the answer
+    (accepted only for a question this host asked, proven by the signed
+    ``requestState``).
+
+    Args:
+        channel: the call's way back to its client (its era, its input round).
+        call: the call as received (its id goes into ``toolwire/approve``).
+        tool: the tool called.
+        arguments: the arguments to approve (after the before hooks).
+        timeout: seconds to wait for an answer on the connection (2025-11-25).
     """
-    annotations = tool.definition().get("annotations") or {}
-    params = ApprovalRequest(call.id, tool.name, arguments, annotations).to_params()
-    round = current_round()
-    if round is not None:
-        # One key per call of a batch, the id's type included ("1" and 1 are two calls).
-        key = APPROVAL_KEY if call.batch_id is None else f"{APPROVAL_KEY}/{call_key(call.id)}"
-        caps = round.envelope.capabilities
-        if declares_approval(caps):
-            answer = round.answer(key, APPROVE, params, signed_only=True)
-            return _checked(ApprovalDecision.from_wire, answer)
-        if round.envelope.declares("elicitation"):
-            try:
-                form = approval_form(tool.name, arguments)
-            except FormTooLong as exc:
-                return _too_long(tool.name, exc)
-            answer = round.answer(key, "elicitation/create", form, signed_only=True)
-            return _checked(decision_from_elicitation, answer)
+    if not channel.reaches_client:
         return _cannot_ask(tool.name)
-    session = server.session
-    if session is None:
-        return _cannot_ask(tool.name)
-    if declares_approval(server.client_capabilities):
-        method, question = APPROVE, params
-    elif type(server.client_capabilities.get("elicitation")) is dict:
+    caps = channel.client_capabilities
+    if declares_approval(caps):
+        annotations = tool.definition().get("annotations") or {}
+        method = APPROVE
+        question = ApprovalRequest(call.id, tool.name, arguments, annotations).to_params()
+    elif type(caps.get("elicitation")) is dict:
         try:
             method, question = "elicitation/create", approval_form(tool.name, arguments)
         except FormTooLong as exc:
@@ -262,12 +256,12 @@ async def approve_call(
     else:
         return _cannot_ask(tool.name)
     try:
-        answer = await session.request(method, question, timeout=server.approval_timeout)
+        answer = await channel.ask_approval(method, question, timeout)
     except JsonRpcError as exc:
         if exc.code == REQUEST_TIMEOUT:
             return HostDenial(
                 "Call denied: the client did not answer the approval request within "
-                f"{server.approval_timeout:g} seconds"
+                f"{timeout:g} seconds"
             )
         return HostDenial(f"Call denied: the approval request failed: {exc.message}")
     if method == APPROVE:

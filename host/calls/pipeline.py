@@ -21,6 +21,7 @@ from typing import Any
 from toolwire.extensions import ApprovalDecision
 
 from ..tools.arguments import ArgumentError
+from ..tools.channel import CallChannel
 from ..tools.context import ToolContext
 from ..tools.definition import Tool
 from ..tools.hooks import Block, HookError, HookSet, IncomingCall, ResultPatch, call_hook
@@ -32,9 +33,12 @@ __all__ = ["Approver", "Pipeline", "Preflight", "Prepared", "Refused"]
 
 log = logging.getLogger("toolwire.pipeline")
 
-Approver = Callable[[IncomingCall, Tool, dict[str, Any]], Awaitable[ApprovalDecision | HostDenial]]
-"""``await approver(call, tool, args)``: the client's decision, or a denial the host made
-itself (no capability, no answer in time, a malformed answer)."""
+Approver = Callable[
+    [IncomingCall, Tool, dict[str, Any], CallChannel], Awaitable[ApprovalDecision | HostDenial]
+]
+"""``await approver(call, tool, args, channel)``: the client's decision, asked through the
+call's channel (``ctx.channel``), or a denial the host made itself (no capability, no
+answer in time, a malformed answer)."""
 
 
 @dataclass(slots=True)
@@ -154,7 +158,7 @@ class Pipeline:
         if policy.active and policy.needs_approval(tool):
             if self.approver is None:
                 return _refused(f'Call denied: tool "{name}" needs approval and nobody can give it')
-            decision = await self.approver(call, tool, args)
+            decision = await self.approver(call, tool, args, ctx.channel)
             if isinstance(decision, HostDenial):
                 return _refused(decision.message)
             if not decision.allowed:

@@ -12,11 +12,16 @@ Three phases (see protocol.md, "Batches and approval"):
 ``stopReason: "length"`` (the model's output was cut off) runs nothing: every call gets an
 error result asking for it again. With ``_meta.progressToken`` the host reports each
 call's start, progress and end, and the batch's progress; nothing after the response.
+
+Owns the batch's run and its per-call progress (:class:`_BatchCallChannel`); the era is
+the request channel's that the kernel passes (each call gets its
+:meth:`~toolwire.host.tools.channel.CallChannel.for_batch_call`). In 2026-07-28 a
+question in any call's preflight (an approval) stops the batch before anything runs;
+the face (``host/methods/modern.py``) turns the round into the input-required result.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -82,6 +87,13 @@ class _BatchCallChannel(CallChannel):
     async def ask(self, method: str, params: dict[str, Any], key: str) -> Any:
         return await self._base.ask(method, params, key)
 
+    @property
+    def reaches_client(self) -> bool:
+        return self._base.reaches_client
+
+    async def ask_approval(self, method: str, params: dict[str, Any], timeout: float) -> Any:
+        return await self._base.ask_approval(method, params, timeout)
+
 
 class _BatchRun:
     def __init__(self, pipeline: Pipeline, calls: list[BatchCall], rctx: RequestContext) -> None:
@@ -131,7 +143,7 @@ async def run_batch(
     registry: Registry,
     pipeline: Pipeline,
     env: ExecEnv,
-    channel_for: Callable[[RequestId], CallChannel],
+    channel: CallChannel,
 ) -> dict[str, Any]:
     """Serve one ``tools/callBatch`` request; returns ``{results, terminate?}``.
 
@@ -141,8 +153,9 @@ async def run_batch(
         registry: where the calls' tools are looked up.
         pipeline: preflight and execution of each call.
         env: the environment the tools act in.
-        channel_for: the channel of the request's kind for one call id (log, drain,
-            questions); the batch adds its own progress reporting on top.
+        channel: the request's channel, of its era: each call gets
+            :meth:`~toolwire.host.tools.channel.CallChannel.for_batch_call` (log, drain,
+            questions, approval), with the batch's own progress reporting on top.
 
     Raises:
         JsonRpcError: -32602 for a malformed envelope (see
@@ -170,9 +183,9 @@ async def run_batch(
         if i in request.malformed:
             run.immediate(i, error_result(f'Arguments of tool call "{call.id}" must be an object'))
             continue
-        channel = _BatchCallChannel(channel_for(call.id), run, call.id)
-        run.progress[i] = channel
-        ctx = ToolContext(call.id, call.name, env, channel)
+        own = _BatchCallChannel(channel.for_batch_call(call.id), run, call.id)
+        run.progress[i] = own
+        ctx = ToolContext(call.id, call.name, env, own)
         try:
             outcome = await pipeline.preflight(
                 tool, IncomingCall(call.id, call.name, call.arguments, rctx.id), ctx

@@ -17,13 +17,22 @@ request is served from what it carries alone — never from an earlier ``initial
 Every result carries ``resultType`` and ``_meta["io.modelcontextprotocol/serverInfo"]``.
 Requests without the claim go to the 2025-11-25 handlers unchanged, so both eras can
 share one connection (the specification allows serving both in one process).
+
+Owns what is of this revision only: the envelope checks above, ``server/discover``,
+``subscriptions/listen`` and its listeners, the shape of results (``resultType``,
+``ttlMs``, ``cacheScope``), and input rounds (multi-round-trip requests: the
+:class:`~toolwire.host.tools.rounds.StateSigner` and, for each ``tools/call`` and
+``tools/callBatch``, an :class:`~toolwire.host.tools.rounds.InputRound` turned into an
+input-required result). The tool methods are the kernel's (:class:`~.kernel.HostKernel`),
+called with a :class:`~toolwire.host.tools.channel.ModernChannel` that carries the
+round; this face refers to no other face.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import Any
 
 import anyio
 
@@ -45,19 +54,15 @@ from toolwire.modern import (
 from toolwire.router import Deferred, RequestHandler, Router, method_not_found
 from toolwire.session import RequestContext, Session
 
-from ..calls.pipeline import Pipeline
-from ..sandbox.env import ExecEnv
-from ..tools.channel import LOG_LEVELS, ModernCall, ModernChannel
-from ..tools.registry import Registry
-from ..tools.rounds import InputNeeded, InputRound, StateSigner, end_round, running_round
-from .batch import run_batch
+from ..tools.channel import LOG_LEVELS, CallChannel, ModernCall, ModernChannel
+from ..tools.rounds import InputNeeded, InputRound, StateSigner
+from .kernel import HostKernel
 
 __all__ = [
     "CACHE_SCOPE",
     "DISCOVER_TTL_MS",
     "LIST_TTL_MS",
     "ModernCall",
-    "ModernHost",
     "ModernServer",
 ]
 
@@ -75,23 +80,8 @@ its sandbox), so they are not meant to be shared between users by an intermediar
 
 _ModernMethod = Any  # async (params, rctx, call) -> dict
 
-
-class ModernHost(Protocol):
-    """What the 2026-07-28 side needs of the host server (the 2025-11-25 side)."""
-
-    registry: Registry
-    pipeline: Pipeline
-    env: ExecEnv
-    instructions: str | None
-    shutdown_requested: bool
-
-    def server_info(self) -> dict[str, Any]: ...
-
-    def tools_list(self, params: Any, ctx: RequestContext) -> dict[str, Any]: ...
-
-    def tools_call(
-        self, params: Any, rctx: RequestContext, modern: ModernCall | None = None
-    ) -> Awaitable[dict[str, Any]]: ...
+_KernelMethod = Callable[[Any, RequestContext, CallChannel], Awaitable[dict[str, Any]]]
+"""A kernel tool method: ``await method(params, rctx, channel)``."""
 
 
 class _Listener:
@@ -104,18 +94,22 @@ class _Listener:
 
 
 class ModernServer:
-    """The 2026-07-28 side of a :class:`~toolwire.host.methods.server.HostServer`.
+    """The 2026-07-28 face over a :class:`~.kernel.HostKernel` (the one a
+    :class:`~toolwire.host.methods.server.HostServer` builds beside its own).
 
     The host's router asks :meth:`claims` of every request it reads; one claimed is
     answered by :attr:`deferred` (its era's handler, from a task), the others by the
     2025-11-25 handlers.
+
+    Args:
+        kernel: the tool methods and identity both eras share.
     """
 
     methods_of_any_params = (DISCOVER, LISTEN)
     """Methods of 2026-07-28 only: claimed whatever their params."""
 
-    def __init__(self, server: ModernHost) -> None:
-        self.server = server
+    def __init__(self, kernel: HostKernel) -> None:
+        self.kernel = kernel
         self._listeners: list[_Listener] = []
         self.signer = StateSigner()
         self._methods: dict[str, _ModernMethod] = {
@@ -125,7 +119,7 @@ class ModernServer:
             CALL_BATCH: self._tools_call_batch,
             LISTEN: self._listen,
         }
-        server.registry.on_change(self._tools_changed)
+        kernel.registry.on_change(self._tools_changed)
         self.deferred = Deferred.to(self._handle)
         """Answers a claimed request (from a task; :meth:`claims`)."""
 
@@ -133,9 +127,8 @@ class ModernServer:
 
     def claims(self, method: str, params: Any) -> bool:
         """Whether a request is of 2026-07-28 (its ``_meta`` envelope, or a method of that
-        revision only) and served here; none is after an LSP ``shutdown``."""
-        if self.server.shutdown_requested:
-            return False
+        revision only) and served here (a connection that got LSP ``shutdown`` asks
+        none: :meth:`HostServer.router`)."""
         return is_modern_request(params) or method in self.methods_of_any_params
 
     def route(self, method: str, params: Any) -> RequestHandler | None:
@@ -191,7 +184,7 @@ class ModernServer:
         (an input-required result gets the server info too)."""
         out = {"resultType": RESULT_COMPLETE, **result}
         meta = dict(out.get("_meta") or {})
-        meta[SERVER_INFO_KEY] = self.server.server_info()
+        meta[SERVER_INFO_KEY] = self.kernel.server_info()
         out["_meta"] = meta
         return out
 
@@ -204,8 +197,8 @@ class ModernServer:
             "supportedVersions": list(MODERN_PROTOCOL_VERSIONS),
             "capabilities": {"tools": {"listChanged": True}, "logging": {}},
         }
-        if self.server.instructions:
-            result["instructions"] = self.server.instructions
+        if self.kernel.instructions:
+            result["instructions"] = self.kernel.instructions
         result["ttlMs"] = DISCOVER_TTL_MS
         result["cacheScope"] = CACHE_SCOPE
         return result
@@ -213,7 +206,7 @@ class ModernServer:
     async def _tools_list(
         self, params: dict[str, Any], rctx: RequestContext, call: ModernCall
     ) -> dict[str, Any]:
-        result = self.server.tools_list(_without_meta(params), rctx)
+        result = self.kernel.tools_list(_without_meta(params))
         result["ttlMs"] = LIST_TTL_MS
         result["cacheScope"] = CACHE_SCOPE
         return result
@@ -221,42 +214,30 @@ class ModernServer:
     async def _tools_call(
         self, params: dict[str, Any], rctx: RequestContext, call: ModernCall
     ) -> dict[str, Any]:
-        return await self._asking(params, rctx, call, self.server.tools_call)
+        return await self._asking(params, rctx, call, self.kernel.tools_call)
 
     async def _tools_call_batch(
         self, params: dict[str, Any], rctx: RequestContext, call: ModernCall
     ) -> dict[str, Any]:
-        server = self.server
-
-        async def batch(p: Any, r: RequestContext, modern: ModernCall) -> dict[str, Any]:
-            return await run_batch(
-                p,
-                r,
-                registry=server.registry,
-                pipeline=server.pipeline,
-                env=server.env,
-                channel_for=lambda call_id: ModernChannel(r, modern, call_id),
-            )
-
-        return await self._asking(params, rctx, call, batch)
+        return await self._asking(params, rctx, call, self.kernel.tools_call_batch)
 
     async def _asking(
         self,
         params: dict[str, Any],
         rctx: RequestContext,
         call: ModernCall,
-        run: Callable[..., Awaitable[dict[str, Any]]],
+        run: _KernelMethod,
     ) -> dict[str, Any]:
-        """Run a call that may ask (multi-round-trip requests, protocol.md §11.7)."""
+        """Run a call that may ask (multi-round-trip requests, protocol.md §11.7): the
+        kernel's method on a channel carrying this attempt's input round, whose questions
+        (a tool's, an approval) then make the input-required result."""
         round = InputRound(call.envelope, rctx.method, params, self.signer)
-        call.round = round
-        token = running_round(round)
         try:
-            result: dict[str, Any] = await run(params, rctx, modern=call)
+            result: dict[str, Any] = await run(
+                params, rctx, ModernChannel(rctx, call, rctx.id, round)
+            )
         except InputNeeded:
             result = {}
-        finally:
-            end_round(token)
         required = round.outcome()
         return required if required is not None else result
 

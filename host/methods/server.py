@@ -1,12 +1,18 @@
-"""The host's method handlers: MCP tool subset plus LSP lifecycle, on one session.
+"""The 2025-11-25 face of the host (with LSP framing and lifecycle): one session's methods.
 
-Methods served (see protocol.md for params, results and errors):
-``initialize``, ``ping``, ``tools/list``, ``tools/call``, ``tools/callBatch``,
-``logging/setLevel``, ``shutdown``; notifications ``notifications/initialized``,
-``initialized``, ``exit``, and the two cancellation dialects handled by the session.
-The host sends ``toolwire/approve`` requests to clients that declared the approval
-capability, when the approval policy marks a call, and LSP ``$/progress`` for a call
-carrying ``workDoneToken`` from a client speaking LSP.
+Owns what a connection in that revision has: the lifecycle (``initialize``, ``ping``,
+``shutdown``/``exit``, ``notifications/initialized``), the client's ``initialize``
+capabilities and info, the ``logging/setLevel`` threshold and host log records, list
+change notifications, and which era each request read is served in: one of 2026-07-28
+(its ``_meta`` envelope, ``server/discover``, ``subscriptions/listen``) goes to
+:class:`~.modern.ModernServer`, any other is served here. Its tool methods
+(``tools/list``, ``tools/call``, ``tools/callBatch``) are the kernel's
+(:class:`~.kernel.HostKernel`), called with a
+:class:`~toolwire.host.tools.channel.LegacyChannel`: progress on the request's token and
+as LSP ``$/progress`` on its ``workDoneToken`` from a client speaking LSP; log at the
+level set; questions and ``toolwire/approve`` (to clients that declared the approval
+capability, when the approval policy marks a call) as host→client requests. The two
+cancellation dialects are the session's. See protocol.md for params, results and errors.
 """
 
 from __future__ import annotations
@@ -17,7 +23,6 @@ from typing import Any
 
 from anyio.abc import ByteReceiveStream, ByteSendStream
 
-from toolwire import __version__
 from toolwire.constants import LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
 from toolwire.errors import (
     INVALID_PARAMS,
@@ -25,30 +30,19 @@ from toolwire.errors import (
     REQUEST_CANCELLED,
     JsonRpcError,
 )
-from toolwire.extensions import CALL_BATCH, ApprovalDecision
+from toolwire.extensions import CALL_BATCH
 from toolwire.jsonschema_facts import json_type
-from toolwire.messages import empty_or_object, is_valid_id
+from toolwire.messages import is_valid_id
 from toolwire.router import Deferred, InlineHandler, Router, method_not_found
-from toolwire.session import ABORT_WAIT, PARAMS_NOT_AN_OBJECT, RequestContext, Session
+from toolwire.session import ABORT_WAIT, RequestContext, Session
 
-from ..calls.approval import ApprovalPolicy, HostDenial, approve_call
+from ..calls.approval import ApprovalPolicy
 from ..calls.executor import Executor
 from ..calls.pipeline import Pipeline, Prepared
 from ..sandbox.env import ExecEnv
-from ..tools.arguments import ArgumentError
-from ..tools.channel import (
-    LOG_LEVELS,
-    LegacyChannel,
-    ModernCall,
-    ModernChannel,
-    WorkDoneProgress,
-    log_params,
-)
-from ..tools.context import ToolContext
-from ..tools.definition import Tool
-from ..tools.hooks import IncomingCall
+from ..tools.channel import LOG_LEVELS, LegacyChannel, WorkDoneProgress, log_params
 from ..tools.registry import Registry
-from .batch import run_batch
+from .kernel import HostKernel, object_params
 from .modern import ModernServer
 
 __all__ = ["HostServer"]
@@ -65,6 +59,9 @@ _EXIT_BACKSTOP = 2.0
 
 class HostServer:
     """Serves one connection: binds a :class:`Registry` and an :class:`Executor` to a session.
+
+    Builds the kernel (:attr:`kernel`, the tool methods of both eras) and the 2026-07-28
+    face over it (:attr:`modern`); neither refers back to this object.
 
     Args:
         registry: the tools to offer.
@@ -95,13 +92,18 @@ class HostServer:
         approval_timeout: float = 120.0,
         shutdown_grace: float = SHUTDOWN_GRACE,
     ) -> None:
-        self.registry = registry
-        self.env = env
-        self.executor = executor or Executor()
-        self.instructions = instructions
-        self.page_size = page_size
-        self.server_name = server_name
-        self.server_description = server_description
+        self.kernel = HostKernel(
+            registry,
+            env,
+            executor,
+            page_size=page_size,
+            approval=approval,
+            approval_timeout=approval_timeout,
+            instructions=instructions,
+            server_name=server_name,
+            server_description=server_description,
+        )
+        """The tool methods and identity both eras share."""
         self.session: Session | None = None
         self.client_info: dict[str, Any] | None = None
         self.client_capabilities: dict[str, Any] = {}
@@ -120,14 +122,53 @@ class HostServer:
         self.exit_code: int | None = None
         self._exit_deadline: float | None = None
         self.log_level = LOG_LEVELS["info"]
-        self.approval = approval if approval is not None else ApprovalPolicy()
-        self.approval_timeout = approval_timeout
         self.shutdown_grace = shutdown_grace
-        self.pipeline = Pipeline(self.executor, registry.hooks, self.approval, self.ask_approval)
         registry.on_change(self._tools_changed)
-        self.modern = ModernServer(self)
+        self.modern = ModernServer(self.kernel)
+        """The 2026-07-28 face, over the same kernel."""
         self._call_job = Deferred.to(self.tools_call)
         self._batch_job = Deferred.to(self._tools_call_batch)
+
+    # The kernel's parts, as this face's own attributes were before the kernel held them.
+
+    @property
+    def registry(self) -> Registry:
+        """The tools offered (the kernel's)."""
+        return self.kernel.registry
+
+    @property
+    def env(self) -> ExecEnv:
+        """The environment handlers act in (the kernel's)."""
+        return self.kernel.env
+
+    @property
+    def executor(self) -> Executor:
+        """What runs calls (the kernel's)."""
+        return self.kernel.executor
+
+    @property
+    def pipeline(self) -> Pipeline:
+        """Every call's preflight and execution (the kernel's)."""
+        return self.kernel.pipeline
+
+    @property
+    def approval(self) -> ApprovalPolicy:
+        """Which calls need the client's approval (the kernel's)."""
+        return self.kernel.approval
+
+    @property
+    def approval_timeout(self) -> float:
+        """Seconds a ``toolwire/approve`` waits for its answer (the kernel's)."""
+        return self.kernel.approval_timeout
+
+    @property
+    def instructions(self) -> str | None:
+        """``initialize``'s ``instructions`` (the kernel's)."""
+        return self.kernel.instructions
+
+    def server_info(self) -> dict[str, Any]:
+        """``serverInfo``: ``{name, version, description?}`` (the kernel's)."""
+        return self.kernel.server_info()
 
     def open_session(
         self, receive: ByteReceiveStream, send: ByteSendStream, **options: Any
@@ -149,9 +190,10 @@ class HostServer:
         Every request is inline (read-loop) first, where its era is chosen by its
         params: an MCP 2026-07-28 request (its ``_meta`` envelope, or
         ``server/discover`` / ``subscriptions/listen``) is deferred to
-        :class:`~.modern.ModernServer`; any other request is served in 2025-11-25,
-        which tells the host the client speaks that revision (:attr:`legacy_spoken`).
-        ``tools/call`` and ``tools/callBatch`` are then answered from a task.
+        :class:`~.modern.ModernServer` (none after an LSP ``shutdown``); any other
+        request is served in 2025-11-25, which tells the host the client speaks that
+        revision (:attr:`legacy_spoken`). ``tools/call`` and ``tools/callBatch`` are
+        then answered from a task.
         """
         router = Router()
         inline: dict[str, InlineHandler | None] = {
@@ -178,7 +220,7 @@ class HostServer:
         modern = self.modern
 
         def serve(params: Any, ctx: RequestContext) -> Any:
-            if modern.claims(ctx.method, params):
+            if not self.shutdown_requested and modern.claims(ctx.method, params):
                 return modern.deferred
             self.legacy_spoken = True
             if legacy is None:
@@ -190,7 +232,7 @@ class HostServer:
     # ------------------------------------------------------------------ lifecycle
 
     def _initialize(self, params: Any, ctx: RequestContext) -> dict[str, Any]:
-        params = _object_params(params)
+        params = object_params(params)
         requested = params.get("protocolVersion")
         version = requested if requested in SUPPORTED_PROTOCOL_VERSIONS else LATEST_PROTOCOL_VERSION
         self.protocol_version = version
@@ -213,13 +255,6 @@ class HostServer:
         if self.instructions:
             result["instructions"] = self.instructions
         return result
-
-    def server_info(self) -> dict[str, Any]:
-        """``serverInfo``: ``{name, version, description?}``."""
-        info: dict[str, Any] = {"name": self.server_name, "version": __version__}
-        if self.server_description:
-            info["description"] = self.server_description
-        return info
 
     def _on_initialized(self, params: Any) -> None:
         self.initialized = True
@@ -281,7 +316,7 @@ class HostServer:
     # ------------------------------------------------------------------ logging
 
     def _set_level(self, params: Any, ctx: RequestContext) -> dict[str, Any]:
-        params = _object_params(params)
+        params = object_params(params)
         level = params.get("level")
         if type(level) is not str:  # an object or array is not even hashable
             raise JsonRpcError(
@@ -319,70 +354,29 @@ class HostServer:
     # ------------------------------------------------------------------ tools
 
     def tools_list(self, params: Any, ctx: RequestContext) -> dict[str, Any]:
-        """``tools/list``: one page of definitions, ``{tools, nextCursor?}``.
+        """``tools/list`` in 2025-11-25 (:meth:`HostKernel.tools_list`)."""
+        return self.kernel.tools_list(params)
 
-        Raises:
-            JsonRpcError: -32602 for a cursor that is not a string or not this host's.
-        """
-        params = _object_params(params)
-        cursor = params.get("cursor")
-        if cursor is not None and not isinstance(cursor, str):
-            raise JsonRpcError(INVALID_PARAMS, "cursor must be a string")
-        try:
-            tools, next_cursor = self.registry.page(cursor, self.page_size)
-        except ValueError:
-            raise JsonRpcError(INVALID_PARAMS, f"Invalid cursor: {cursor!r}") from None
-        result: dict[str, Any] = {"tools": tools}
-        if next_cursor is not None:
-            result["nextCursor"] = next_cursor
-        return result
-
-    async def tools_call(
-        self, params: Any, rctx: RequestContext, modern: ModernCall | None = None
-    ) -> dict[str, Any]:
-        """``tools/call`` in either era (``modern`` set for 2026-07-28); returns the wire
-        ``CallToolResult``.
+    async def tools_call(self, params: Any, rctx: RequestContext) -> dict[str, Any]:
+        """``tools/call`` in 2025-11-25 (:meth:`HostKernel.tools_call` on the call's
+        :class:`LegacyChannel`); returns the wire ``CallToolResult``.
 
         Raises:
             JsonRpcError: -32602 for malformed params or an unknown tool.
         """
-        if type(params) is not dict:
-            raise JsonRpcError(
-                INVALID_PARAMS, "tools/call params must be an object {name, arguments?}"
-            )
-        name = params.get("name")
-        if type(name) is not str:
-            raise JsonRpcError(INVALID_PARAMS, "tools/call needs a string 'name'")
-        if (pending := self.registry.pending) is not None:
-            await pending.wait()  # tools listed from the definition cache, not yet confirmed
-        tool = self.registry.get(name)
-        if tool is None:
-            raise JsonRpcError(INVALID_PARAMS, f"Unknown tool: {name}", {"name": name})
-        arguments = empty_or_object(params.get("arguments"))  # [] counts as {}
-        if arguments is None:
-            raise JsonRpcError(INVALID_PARAMS, "'arguments' must be an object")
-        if modern is not None:
-            ctx = ToolContext(rctx.id, name, self.env, ModernChannel(rctx, modern, rctx.id))
-            return await self.pipeline.run(tool, IncomingCall(rctx.id, name, arguments), ctx)
-        channel = self._legacy_channel(rctx, params, name)
-        ctx = ToolContext(rctx.id, name, self.env, channel)
-        if channel.work_done is not None:
-            channel.work_done.begin()
-        try:
-            return await self.pipeline.run(tool, IncomingCall(rctx.id, name, arguments), ctx)
-        finally:
-            channel.end_work()
+        return await self.kernel.tools_call(params, rctx, self._legacy_channel(rctx, params))
 
-    def _legacy_channel(
-        self, rctx: RequestContext, params: dict[str, Any], name: str
-    ) -> LegacyChannel:
-        """The channel of a 2025-11-25 call; with LSP progress (``$/progress``, not
-        begun yet) when the call carries LSP's ``workDoneToken`` and the client speaks
-        LSP (:attr:`speaks_lsp`)."""
-        token = params.get("workDoneToken")
+    def _legacy_channel(self, rctx: RequestContext, params: Any) -> LegacyChannel:
+        """The channel of a 2025-11-25 call; with LSP progress (``$/progress``, begun when
+        the call starts) when the call carries LSP's ``workDoneToken`` and the client
+        speaks LSP (:attr:`speaks_lsp`). The title is the tool's name (params the
+        kernel refuses start nothing on the channel)."""
         work_done = None
-        if is_valid_id(token) and self.speaks_lsp:
-            work_done = WorkDoneProgress(rctx.session, token, name)
+        if type(params) is dict:
+            token = params.get("workDoneToken")
+            name = params.get("name")
+            if is_valid_id(token) and type(name) is str and self.speaks_lsp:
+                work_done = WorkDoneProgress(rctx.session, token, name)
         return LegacyChannel(rctx, self, work_done)
 
     @property
@@ -394,102 +388,16 @@ class HostServer:
 
     def _read_tools_call(self, params: Any, rctx: RequestContext) -> Deferred:
         """A 2025-11-25 ``tools/call`` as it is read: started early when it can be
-        (:meth:`_start_early`), then answered from a task (:meth:`tools_call`)."""
+        (:meth:`HostKernel.start_early`), then answered from a task (:meth:`tools_call`)."""
         try:
-            early = self._start_early(rctx, params)
+            early = self.kernel.start_early(rctx, params, self._legacy_channel)
         except Exception:
             log.exception("early start failed for request %r", rctx.id)
             early = None
         if early is None:
             return self._call_job
-        started = early
-        return Deferred(lambda: self._execute_early(started))
-
-    async def _execute_early(self, early: Prepared) -> dict[str, Any]:
-        """Finish a call sent to its worker as it was read (:meth:`_start_early`), after
-        the preflight it had then: it runs as the registry and hooks were at that moment,
-        like a call in flight across a reload, and is never sent twice."""
-        try:
-            return await self.pipeline.execute(early)
-        finally:
-            if isinstance(early.ctx.channel, LegacyChannel):
-                early.ctx.channel.end_work()
-
-    def _start_early(self, rctx: RequestContext, params: Any) -> Prepared | None:
-        """As a ``tools/call`` is read (:meth:`_read_tools_call`): when its tool runs in
-        a worker and nothing in the host must see the call before the handler (no
-        before hook, no approval, no argument preparation, no mutation queue) and its
-        arguments pass the host's check, send it to a worker that can take it at once
-        (:attr:`Tool.early_start`). The worker then runs it while the request waits
-        for its turn in the host; :meth:`tools_call` takes it over. What was decided
-        here is the call's preflight (the same outcome :meth:`Pipeline.preflight` gives
-        such a call): a reload between now and the request's turn changes nothing for
-        it, as for any call already in flight. Its timeout counts from the send.
-        Returns the call so started, None when it waits for its turn."""
-        if type(params) is not dict:
-            return None
-        name = params.get("name")
-        tool = self.registry.get(name) if type(name) is str else None
-        if (
-            tool is None
-            or self.registry.pending is not None
-            or tool.early_start is None
-            or tool.prepare_arguments is not None
-            or tool.mutates
-        ):
-            return None
-        hooks = self.pipeline.hooks
-        if hooks.before and hooks.before_for(tool.name):
-            return None
-        if self.approval.active and self.approval.needs_approval(tool):
-            return None
-        arguments = empty_or_object(params.get("arguments"))
-        if arguments is None:
-            return None
-        try:
-            checked = tool.check(arguments)
-            kwargs = checked.kwargs()
-        except ArgumentError:
-            return None  # the request reports it
-        channel = self._legacy_channel(rctx, params, tool.name)
-        ctx = ToolContext(rctx.id, tool.name, self.env, channel)
-        timeout = tool.timeout if tool.timeout is not None else self.executor.default_timeout
-        flight = tool.early_start(checked.arguments, ctx, timeout)
-        if flight is None:
-            return None  # it runs in its turn, with a channel of its own
-        if channel.work_done is not None:
-            channel.work_done.begin()
-        ctx.early = flight
-        call = IncomingCall(rctx.id, tool.name, arguments)
-        log.debug("%s: call %r sent to its worker as it was read", tool.name, rctx.id)
-        # A request that ends before its handler took the call (cancelled, or the
-        # connection closed) gives it up.
-        rctx.on_done = flight.give_up
-        return Prepared(tool, call, ctx, checked.arguments, kwargs)
+        started: Prepared = early
+        return Deferred(lambda: self.kernel.execute_early(started))
 
     async def _tools_call_batch(self, params: Any, rctx: RequestContext) -> dict[str, Any]:
-        return await run_batch(
-            params,
-            rctx,
-            registry=self.registry,
-            pipeline=self.pipeline,
-            env=self.env,
-            channel_for=lambda call_id: LegacyChannel(None, self),
-        )
-
-    # ------------------------------------------------------------------ approval
-
-    async def ask_approval(
-        self, call: IncomingCall, tool: Tool, arguments: dict[str, Any]
-    ) -> ApprovalDecision | HostDenial:
-        """Ask the client (``toolwire/approve``, else an elicitation form, in either
-        era); see :func:`toolwire.host.calls.approval.approve_call`."""
-        return await approve_call(self, call, tool, arguments)
-
-
-def _object_params(params: Any) -> dict[str, Any]:
-    if params is None:
-        return {}
-    if type(params) is not dict:
-        raise JsonRpcError(INVALID_PARAMS, PARAMS_NOT_AN_OBJECT)
-    return params
+        return await self.kernel.tools_call_batch(params, rctx, LegacyChannel(rctx, self))

@@ -12,6 +12,16 @@
   for it, questions become input requests of an input-required result);
 * a call of a batch wraps one of these (``host/methods/batch.py``): its progress becomes
   ``notifications/toolwire/callProgress``.
+
+The channel is the one place a call's era is chosen: the face that reads the request
+builds it (``host/methods/server.py``, ``host/methods/modern.py``) and passes it down
+to the kernel, which never asks which era it serves. Besides what the tool uses, a
+channel brackets the call (:meth:`CallChannel.begin_work`, :meth:`CallChannel.end_work`),
+gives the channel of each call of a batch (:meth:`CallChannel.for_batch_call`) and
+carries the host's own question, the call's approval
+(:meth:`CallChannel.ask_approval`; ``host/calls/approval.py`` chooses it). A 2026-07-28
+channel holds its request's :class:`~toolwire.host.tools.rounds.InputRound`, where
+every question is answered or recorded.
 """
 
 from __future__ import annotations
@@ -270,6 +280,43 @@ class CallChannel:
         (always True here: nobody can cancel this call from outside)."""
         return True
 
+    def begin_work(self) -> None:
+        """The call starts (its params were checked): begin what the client follows it by
+        besides MCP progress (nothing here; LSP ``$/progress`` in 2025-11-25)."""
+
+    def end_work(self) -> None:
+        """The call is over: end what :meth:`begin_work` began (nothing here)."""
+
+    def for_batch_call(self, call_id: RequestId) -> CallChannel:
+        """The channel of one call of the ``tools/callBatch`` this channel's request is:
+        the same era's log, drain and questions, keyed by ``call_id`` where the era keys
+        questions (``host/methods/batch.py`` adds the call's own progress on top). Here:
+        a channel reaching no client."""
+        return CallChannel()
+
+    @property
+    def reaches_client(self) -> bool:
+        """Whether a client can be asked through this channel (False here)."""
+        return False
+
+    async def ask_approval(self, method: str, params: dict[str, Any], timeout: float) -> Any:
+        """Ask the client the host's own question about this call, its approval
+        (``toolwire/approve``, or an ``elicitation/create`` form), and return the answer
+        as sent, unchecked (``host/calls/approval.py`` reads it).
+
+        Args:
+            method: ``toolwire/approve`` or ``elicitation/create``.
+            params: the question.
+            timeout: seconds to wait for a client that answers on the connection.
+
+        Raises:
+            ToolError: no client to ask (ask only where :attr:`reaches_client`).
+            JsonRpcError: the client answered with an error, or not in time (-32001).
+            InputNeeded: 2026-07-28, the question was recorded for the input-required
+                result (:class:`~toolwire.host.tools.rounds.InputRound`).
+        """
+        raise ToolError(f"{method}: no client to ask (the tool runs outside a host)")
+
     async def ask(self, method: str, params: dict[str, Any], key: str) -> Any:
         """Ask the client (``elicitation/create``, ``sampling/createMessage``,
         ``roots/list``) and return its answer.
@@ -401,12 +448,26 @@ class LegacyChannel(CallChannel):
         if work_done is not None and request is not None and request.cancelled_by is None:
             work_done.report(progress, total, message)
 
+    def begin_work(self) -> None:
+        """The call starts: send the LSP ``begin`` of its work done progress, if any."""
+        if self.work_done is not None:
+            self.work_done.begin()
+
     def end_work(self) -> None:
         """The call is over: send the LSP ``end`` of its work done progress (not after an
         MCP cancellation, which means nothing more is sent for the request)."""
         request = self._request
         if self.work_done is not None and (request is None or request.cancelled_by != "mcp"):
             self.work_done.end()
+
+    def for_batch_call(self, call_id: RequestId) -> CallChannel:
+        """A call of a batch: the connection's log, drain and questions; no request of its
+        own (the batch reports its progress)."""
+        return LegacyChannel(None, self._peer)
+
+    @property
+    def reaches_client(self) -> bool:
+        return self._peer.session is not None
 
     def log(self, level: str, data: Any, logger: str | None) -> None:
         self._peer.send_log(level, data, logger)
@@ -438,6 +499,18 @@ class LegacyChannel(CallChannel):
         except JsonRpcError as exc:
             raise ToolError(f"The client could not answer {method}: {exc.message}") from None
 
+    async def ask_approval(self, method: str, params: dict[str, Any], timeout: float) -> Any:
+        """A server→client request on the connection, answered within ``timeout`` seconds.
+
+        Raises:
+            ToolError: the connection has no session (:attr:`reaches_client` is False).
+            JsonRpcError: the client answered with an error, or not in time (-32001).
+        """
+        session = self._peer.session
+        if session is None:
+            raise ToolError(f"{method}: no client to ask (no session)")
+        return await session.request(method, params, timeout=timeout)
+
 
 class ModernCall:
     """What a 2026-07-28 request carries that the tool code may see.
@@ -447,18 +520,14 @@ class ModernCall:
         log_threshold: the numeric level asked for with ``logLevel``, or None: then no
             ``notifications/message`` is sent for this request.
         session: the connection the request arrived on.
-        round: the :class:`~toolwire.host.tools.rounds.InputRound` of a ``tools/call`` or
-            ``tools/callBatch``.
     """
 
-    __slots__ = ("envelope", "log_threshold", "round", "session")
+    __slots__ = ("envelope", "log_threshold", "session")
 
     def __init__(self, envelope: Envelope, log_threshold: int | None, session: Session) -> None:
         self.envelope = envelope
         self.log_threshold = log_threshold
         self.session = session
-        self.round: InputRound | None = None
-        """Set for calls that may ask (``tools/call``, ``tools/callBatch``)."""
 
     def send_log(self, level: str, data: Any, logger: str | None) -> None:
         """Send ``notifications/message`` when the request asked for ``level`` or lower
@@ -473,16 +542,25 @@ class ModernChannel(CallChannel):
 
     Args:
         request: the request (its progress token).
-        call: the request's envelope, log level and input round.
+        call: the request's envelope and log level.
         call_id: the call's id; in a batch it prefixes the call's ``inputRequests`` keys.
+        round: the request's input round, where every question of the call is answered or
+            recorded (None: the request cannot ask).
     """
 
-    __slots__ = ("_call", "_call_id", "_request")
+    __slots__ = ("_call", "_call_id", "_request", "round")
 
-    def __init__(self, request: RequestContext, call: ModernCall, call_id: RequestId) -> None:
+    def __init__(
+        self,
+        request: RequestContext,
+        call: ModernCall,
+        call_id: RequestId,
+        round: InputRound | None = None,
+    ) -> None:
         self._request = request
         self._call = call
         self._call_id = call_id
+        self.round = round
 
     @property
     def client_capabilities(self) -> dict[str, Any]:
@@ -500,6 +578,15 @@ class ModernChannel(CallChannel):
     async def drain(self) -> None:
         await self._call.session.drain()
 
+    def for_batch_call(self, call_id: RequestId) -> CallChannel:
+        """A call of a batch: the request's log level and input round, its questions keyed
+        by ``call_id``."""
+        return ModernChannel(self._request, self._call, call_id, self.round)
+
+    @property
+    def reaches_client(self) -> bool:
+        return self.round is not None
+
     async def ask(self, method: str, params: dict[str, Any], key: str) -> Any:
         """The answer the request brought, or
         :class:`~toolwire.host.tools.rounds.InputNeeded` after recording the question.
@@ -510,7 +597,7 @@ class ModernChannel(CallChannel):
                 approval's key :data:`APPROVAL_KEY`.
         """
         askable(method, params)
-        round = self._call.round
+        round = self.round
         if round is None:
             raise ToolError(f"{method} cannot be asked here")
         if round.batch:
@@ -523,3 +610,23 @@ class ModernChannel(CallChannel):
                 "ask under another key"
             )
         return round.answer(key, method, params, signed_only=False)
+
+    async def ask_approval(self, method: str, params: dict[str, Any], timeout: float) -> Any:
+        """The approval the request brought, or
+        :class:`~toolwire.host.tools.rounds.InputNeeded` after recording the question under
+        :data:`APPROVAL_KEY` (``approval/ID`` for a call of a batch). Only an answer to a
+        question this host asked counts (its key is in the signed ``requestState``), so a
+        client cannot approve a call before it was shown. ``timeout`` does not apply: the
+        client answers in its retry.
+
+        Raises:
+            ToolError: the request cannot ask (no input round).
+        """
+        round = self.round
+        if round is None:
+            raise ToolError(f"{method} cannot be asked here")
+        from .rounds import call_key
+
+        # One key per call of a batch, the id's type included ("1" and 1 are two calls).
+        key = f"{APPROVAL_KEY}/{call_key(self._call_id)}" if round.batch else APPROVAL_KEY
+        return round.answer(key, method, params, signed_only=True)

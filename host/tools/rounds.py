@@ -5,13 +5,17 @@ elicitation, a sampling, the roots, an approval) is run again by the client with
 answers (multi-round-trip requests, SEP-2322; protocol.md §11.7). An :class:`InputRound`
 holds what one attempt brought and records what it still asks; answers given so far
 travel in a ``requestState`` signed by :class:`StateSigner`.
+
+A round travels with its request's channel
+(:class:`~toolwire.host.tools.channel.ModernChannel`): every question of the call, a
+tool's own or the host's approval, is asked through the channel, which answers it from
+the round or records it there. Nothing here is held per task or per context.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import contextvars
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -33,9 +37,7 @@ __all__ = [
     "InputRound",
     "StateSigner",
     "call_key",
-    "current_round",
     "request_digest",
-    "running_round",
 ]
 
 STATE_LIFETIME = 3600.0
@@ -66,26 +68,6 @@ class InputNeeded(Exception):
     The host answers the call with an input-required result (or -32021, or -32602)
     whatever the tool does with this exception: the round records what was asked.
     """
-
-
-_current_round: contextvars.ContextVar[InputRound | None] = contextvars.ContextVar(
-    "toolwire_input_round", default=None
-)
-
-
-def current_round() -> InputRound | None:
-    """The input round of the 2026-07-28 request being served in this task, if any."""
-    return _current_round.get()
-
-
-def running_round(round: InputRound) -> contextvars.Token[InputRound | None]:
-    """Make ``round`` the current one in this task; reset with :func:`end_round`."""
-    return _current_round.set(round)
-
-
-def end_round(token: contextvars.Token[InputRound | None]) -> None:
-    """Undo :func:`running_round`."""
-    _current_round.reset(token)
 
 
 class StateSigner:
