@@ -253,6 +253,8 @@ class HttpHost(_LegacyLeg):
         except BaseException as exc:
             if started:
                 raise
+            while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+                exc = exc.exceptions[0]  # a start-up task's one failure, not its group
             self.startup_error = exc
             text = str(exc) if isinstance(exc, StartupError) else f"host failed: {exc!r}"
             await send({"type": "lifespan.startup.failed", "message": text})
