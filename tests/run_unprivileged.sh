@@ -49,7 +49,8 @@ chown "$TEST_UID:$TEST_GID" "$WORK/home" "$WORK/tmp"
 as_user() {
   setpriv --reuid="$TEST_UID" --regid="$TEST_GID" --clear-groups --inh-caps=-all \
     env -i PATH="/usr/local/bin:/usr/bin:/bin" HOME="$WORK/home" TMPDIR="$WORK/tmp" \
-    LANG=C.UTF-8 CI="${CI:-}" TOOLWIRE_SANDBOX_OPTIONAL="${TOOLWIRE_SANDBOX_OPTIONAL:-}" "$@"
+    LANG=C.UTF-8 CI="${CI:-}" TOOLWIRE_SANDBOX_OPTIONAL="${TOOLWIRE_SANDBOX_OPTIONAL:-}" \
+    TOOLWIRE_WORKER_START="${TOOLWIRE_WORKER_START:-}" "$@"
 }
 
 # 1. The checkout: every parent must be traversable and the files readable.

@@ -474,6 +474,7 @@ class Sandbox:
         extra_ro: Sequence[str] = (),
         skip_limits: Collection[str] = (),
         join_by_fd: bool = False,
+        fork_template: bool = False,
     ) -> WrappedCommand:
         """The command line that runs ``argv`` in this sandbox.
 
@@ -499,6 +500,12 @@ class Sandbox:
                 here), which the worker spends importing meanwhile. With a ``[network]``
                 policy the egress relay, which runs before the program, joins them too
                 (:mod:`toolwire.host.sandbox.egress.relay`).
+            fork_template: ``argv`` is a worker template that gives each worker it
+                forks a sandbox of its own (:mod:`toolwire.host.sandbox.nsfork`): it gets a
+                user namespace of its own (uid 0 inside), keeps
+                :data:`~toolwire.host.sandbox.nsfork.FORK_CAPS` inside it, runs without the
+                seccomp filter (its workers load it) and without the egress relay (each
+                worker starts its own); everything else is as for a worker.
 
         Returns:
             A :class:`WrappedCommand`. When the sandbox is not active, ``argv``
@@ -530,6 +537,14 @@ class Sandbox:
             "--hostname",
             "toolwire-sandbox",
         ]
+        if fork_template:
+            from .nsfork import FORK_CAPS
+
+            # A user namespace of its own, as root too; uid 0 inside (bubblewrap then
+            # needs no second, nested one, whose mounts would all be locked).
+            args += ["--unshare-user", "--uid", "0", "--gid", "0"]
+            for cap in FORK_CAPS:
+                args += ["--cap-add", cap]
         if not self.settings.allow_network:
             args.append("--unshare-net")
         egress = None
@@ -547,7 +562,7 @@ class Sandbox:
                 args += ["--size", str(tmpfs_size)]
             args += [opt, src, dst] if src else [opt, dst]
         owned: list[int] = []
-        if self.seccomp is not None:
+        if self.seccomp is not None and not fork_template:
             fd = os.memfd_create("toolwire-seccomp", os.MFD_CLOEXEC)
             owned.append(fd)
             os.write(fd, self.seccomp)
@@ -581,9 +596,10 @@ class Sandbox:
                         os.rmdir(group)
                 raise
             owned += join_fds
-        if egress is not None:
+        if egress is not None and not fork_template:
             # The relay runs before the command; a worker joins its groups itself, once it
-            # runs, so the relay joins them too (through the same descriptors).
+            # runs, so the relay joins them too (through the same descriptors). A template
+            # runs none: each worker forked from it starts its own (sandbox/nsfork.py).
             inner = [*inner[: len(inner) - len(argv)], *egress.prefix(join_fds), *argv]
         args += ["--", *inner]
         if groups and not join_by_fd:
@@ -608,6 +624,27 @@ class Sandbox:
             memory_limit if memory_cgroup is not None else 0,
             egress,
         )
+
+    def fork_sandbox(self, template: WrappedCommand) -> dict[str, Any]:
+        """What a worker template started as ``template`` (:meth:`wrap` with
+        ``fork_template=True``) needs to give each worker it forks the sandbox a spawned
+        worker gets (:func:`toolwire.host.sandbox.nsfork.start_init` says the keys): JSON
+        for the template's configuration."""
+        relay = None
+        if template.egress is not None:
+            from .egress.proxy import RELAY_PORT, SANDBOX_SOCKET
+
+            relay = [SANDBOX_SOCKET, RELAY_PORT]
+        return {
+            "network": self.settings.allow_network,
+            "tmpfsSize": self.limits.get(TMPFS_SIZE_KEY),
+            "procOps": [list(op) for op in self._proc_ops],
+            "uid": os.getuid(),
+            "gid": os.getgid(),
+            "processes": self.limits.get("processes"),
+            "relay": relay,
+            "seccomp": None if self.seccomp is None else self.seccomp.hex(),
+        }
 
     def forked_groups(self) -> WrappedCommand:
         """The cgroups of one more worker process forked by a worker template

@@ -26,7 +26,24 @@ from .fleet import (
 )
 from .httpconfig import HttpSettings, add_http_arguments, http_settings_from
 
-__all__ = ["HostConfig", "StartupError", "build_parser", "check_tool_specs", "config_from_args"]
+__all__ = [
+    "DEFAULT_WORKER_START",
+    "WORKER_START_ENV",
+    "HostConfig",
+    "StartupError",
+    "build_parser",
+    "check_tool_specs",
+    "config_from_args",
+]
+
+DEFAULT_WORKER_START: Literal["spawn", "fork"] = "spawn"
+"""How workers start when neither ``--worker-start``, ``[workers] start`` nor
+:data:`WORKER_START_ENV` says."""
+
+WORKER_START_ENV = "TOOLWIRE_WORKER_START"
+"""The environment variable read for the worker start (``spawn`` or ``fork``) when
+neither ``--worker-start`` nor ``[workers] start`` gives it (the test suite runs its
+sandbox and escape tests in each mode with it)."""
 
 
 class StartupError(Exception):
@@ -345,7 +362,10 @@ def _config_from_args(ns: argparse.Namespace) -> HostConfig:
             isolation=_isolation(pick(ns.isolation, "isolation", "process")),
             workers=_workers(pick(ns.workers, "workers", os.cpu_count() or 1)),
             worker_start=_worker_start(
-                getattr(ns, "worker_start", None) or tables.get("workers", {}).get("start", "spawn")
+                getattr(ns, "worker_start", None)
+                or tables.get("workers", {}).get("start")
+                or os.environ.get(WORKER_START_ENV)
+                or DEFAULT_WORKER_START
             ),
             reload=bool(pick(ns.reload, "reload", False)),
             list_cache=(

@@ -461,21 +461,28 @@ class WorkerProcess:
                     env=env,
                     info_fd=info_w,
                     extra_ro=owner.visible_paths(),
-                    skip_limits=("cpu_seconds",),
+                    # A template's workers take the process limit each for itself.
+                    skip_limits=("cpu_seconds", "processes")
+                    if self.is_template
+                    else ("cpu_seconds",),
                     join_by_fd=True,
+                    fork_template=self.is_template,
                 )
         except BaseException:
             os.close(info_w)
             raise
+        assert wrapped.argv[-1] == argv[-1]
+        if self.is_template:
+            # Each worker forked from it gets a sandbox of its own (sandbox/nsfork.py).
+            config["forkSandbox"] = sandbox.fork_sandbox(wrapped)
         if wrapped.cgroup_fd is not None or wrapped.memory_cgroup_fd is not None:
             # The worker joins its process-count and memory cgroups itself, while it
             # imports, and before it imports the tool module (worker.py).
-            assert wrapped.argv[-1] == argv[-1]
             if wrapped.cgroup_fd is not None:
                 config["cgroupFd"] = wrapped.cgroup_fd
             if wrapped.memory_cgroup_fd is not None:
                 config["memoryCgroupFd"] = wrapped.memory_cgroup_fd
-            wrapped.argv[-1] = json.dumps(config)
+        wrapped.argv[-1] = json.dumps(config)
         self._wrapped = wrapped
         self._info_w = info_w
         return wrapped.argv, wrapped.env, (*wrapped.pass_fds, *extra_fds)
@@ -644,7 +651,7 @@ class WorkerProcess:
                 os.lseek(source_fd, 0, os.SEEK_SET)
                 request["sourceFd"] = len(fds)
                 fds.append(source_fd)
-            inner = await template.link.fork(request, fds)
+            inner, worker = await template.link.fork(request, fds)
         except OSError as exc:
             for fd in (to_worker_w, from_worker_r, err_r):
                 os.close(fd)
@@ -661,6 +668,9 @@ class WorkerProcess:
         self._inner_pid = inner
         self._stderr_r = err_r
         self.pid = host_pid_of(template._template_pid(), inner) or 0
+        if worker and self.pid:
+            # A sandbox of its own: ``inner`` is its init, the worker that init's child.
+            self.pid = host_pid_of(self.pid, worker) or 0
         if self.pid:
             with contextlib.suppress(AttributeError, OSError):
                 self._pidfd = os.pidfd_open(self.pid)

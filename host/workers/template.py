@@ -40,27 +40,40 @@ FORK_TIMEOUT = 5.0
 """Seconds a template has to answer a fork request before it is given up (killed)."""
 
 
+def _nspid(pid: int) -> list[int]:
+    """``NSpid`` of host process ``pid`` (its pid in each PID namespace it is in, the
+    host's first, proc(5)); empty when unknown."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("NSpid:"):
+                    return [int(p) for p in line.split()[1:]]
+    except (OSError, ValueError):
+        pass
+    return []
+
+
 def host_pid_of(parent: int, inner: int) -> int | None:
     """The pid, in the host's PID namespace, of the child of host process ``parent``
-    whose pid in its own (innermost) namespace is ``inner`` (``NSpid`` in
-    ``/proc/<pid>/status``, proc(5)); None when there is no such child (any more)."""
+    whose pid is ``inner`` as ``parent``'s own (innermost) PID namespace numbers it
+    (``NSpid`` in ``/proc/<pid>/status``, proc(5)); None when there is no such child
+    (any more)."""
     try:
         with open(f"/proc/{parent}/task/{parent}/children") as f:
             children = [int(p) for p in f.read().split()]
     except (OSError, ValueError):
         return None
+    level = len(_nspid(parent))
     for child in children:
-        if child == inner:
-            return child
-        try:
-            with open(f"/proc/{child}/status") as f:
-                for line in f:
-                    if line.startswith("NSpid:"):
-                        if int(line.split()[-1]) == inner:
-                            return child
-                        break
-        except (OSError, ValueError):
+        if not level:
+            if child == inner:  # no NSpid: one PID namespace for all
+                return child
             continue
+        ids = _nspid(child)
+        # Its pid in ``parent``'s innermost namespace (a child that is the first process
+        # of a namespace of its own has one more entry, after that one).
+        if len(ids) >= level and ids[level - 1] == inner:
+            return child
     return None
 
 
@@ -121,7 +134,8 @@ class TemplateLink:
             waiting = self._forks.get(message["forked"])
             pid = message.get("pid")
             if waiting is not None and type(pid) is int:
-                waiting[1].append(pid)
+                worker = message.get("worker")
+                waiting[1].extend((pid, worker if type(worker) is int else 0))
                 waiting[0].set()
         elif type(message.get("exited")) is int:
             pid, code = message["exited"], message.get("code")
@@ -130,9 +144,11 @@ class TemplateLink:
             if event is not None:
                 event.set()
 
-    async def fork(self, request: dict[str, Any], fds: list[int]) -> int:
-        """Ask for one worker (``request`` and ``fds`` as the module docstring says);
-        its pid as the template sees it.
+    async def fork(self, request: dict[str, Any], fds: list[int]) -> tuple[int, int]:
+        """Ask for one worker (``request`` and ``fds`` as the module docstring says):
+        ``(pid, worker)``: the pid of what the template reaps as the worker, as the
+        template sees it, and, when each worker has a sandbox of its own (then ``pid``
+        is that sandbox's init), the worker's pid in its own PID namespace (else 0).
 
         Raises:
             OSError: the template is gone, or did not answer within :data:`FORK_TIMEOUT`.
@@ -161,7 +177,7 @@ class TemplateLink:
         if not got:
             raise OSError("the worker template is gone")
         self._exit_events.setdefault(got[0], anyio.Event())
-        return got[0]
+        return got[0], got[1]
 
     async def exit_code(self, pid: int) -> int | None:
         """The exit code of the worker the template knows as ``pid`` once reaped; None

@@ -34,10 +34,11 @@ never reaches the host; the host ends it by its pid.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 
 def _die_with_parent() -> None:
@@ -172,6 +173,13 @@ def _serve_forks(config: dict[str, Any], control: Any) -> dict[str, Any]:
     import socket
 
     boxed = config.get("boxed") is True
+    box = config.get("forkSandbox") if boxed else None
+    if type(box) is not dict:
+        box = None
+    else:
+        from ..sandbox import nsfork  # noqa: F401  (imported here, not in each worker)
+
+        _set_child_subreaper()
     _warm_up()
     retitled = _retitle(WORKER_NAME, TEMPLATE_NAME)
     wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
@@ -201,8 +209,9 @@ def _serve_forks(config: dict[str, Any], control: Any) -> dict[str, Any]:
                     break
                 if pid == 0:
                     break
-                children.discard(pid)
-                send({"exited": pid, "code": _exit_code(status, boxed)})
+                if pid in children:
+                    children.discard(pid)
+                    send({"exited": pid, "code": _exit_code(status, boxed)})
         if control not in readable:
             continue
         try:
@@ -218,6 +227,7 @@ def _serve_forks(config: dict[str, Any], control: Any) -> dict[str, Any]:
                 with contextlib.suppress(OSError):
                     os.kill(target, signal.SIGKILL)
             continue
+        status_r, status_w = os.pipe2(os.O_CLOEXEC) if box is not None else (-1, -1)
         pid = os.fork()
         if pid == 0:
             signal.set_wakeup_fd(-1)
@@ -225,13 +235,167 @@ def _serve_forks(config: dict[str, Any], control: Any) -> dict[str, Any]:
             os.close(wake_r)
             os.close(wake_w)
             control.close()
-            if retitled:
+            if box is not None:
+                os.close(status_r)
+                if retitled:
+                    _retitle(TEMPLATE_NAME, INIT_NAME)
+                groups = [
+                    fds[i]
+                    for i in (request.get("cgroupFd"), request.get("memoryCgroupFd"))
+                    if type(i) is int and 3 <= i < len(fds)
+                ]
+                _enter_own_sandbox(box, fds, groups, status_w, retitled)  # returns in the worker
+            elif retitled:
                 _retitle(TEMPLATE_NAME, WORKER_NAME)
             return _become_worker(config, request, fds)
-        children.add(pid)
+        answer: dict[str, Any] = {"forked": request.get("id"), "pid": pid}
+        if box is not None:
+            os.close(status_w)
+            init, worker = _read_chain(status_r)
+            if init:
+                # The child that made the namespaces has exited, its init handed to this
+                # process (a child subreaper): the init is what ends with the worker.
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(pid, 0)
+                answer["pid"] = init
+                if worker:
+                    answer["worker"] = worker
+        children.add(answer["pid"])
         for fd in fds:
             os.close(fd)
-        send({"forked": request.get("id"), "pid": pid})
+        send(answer)
+
+
+INIT_NAME = b"toolwire-worker-ns-init-shim"
+"""What the command line of a forked worker's init (the first process of its PID
+namespace, :func:`_enter_own_sandbox`) shows in place of :data:`WORKER_NAME`."""
+
+
+def _set_child_subreaper() -> None:
+    """Make this process (a template) the reaper of its descendants' orphans: each
+    worker's init, once the child that made its namespaces has exited."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(36, 1, 0, 0, 0) != 0:  # PR_SET_CHILD_SUBREAPER
+        raise OSError(ctypes.get_errno(), "PR_SET_CHILD_SUBREAPER failed")
+
+
+def _read_chain(status_r: int) -> tuple[int, int]:
+    """Read, until the end, what a boxed fork reports on its status pipe: ``P<init>``
+    (the worker's init, as this template's PID namespace numbers it) and ``W<worker>``
+    (the worker, as the init's namespace numbers it); 0 for what is missing (the chain
+    failed first and its process exits with a message on the worker's stderr)."""
+    data = b""
+    try:
+        while True:
+            try:
+                chunk = os.read(status_r, 256)
+            except InterruptedError:
+                continue
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        os.close(status_r)
+    init = worker = 0
+    for word in data.split():
+        if word[:1] == b"P" and word[1:].isdigit():
+            init = int(word[1:])
+        elif word[:1] == b"W" and word[1:].isdigit():
+            worker = int(word[1:])
+    return init, worker
+
+
+def _fail(fds: list[int], what: str, exc: BaseException) -> NoReturn:
+    """Write why a forked worker's sandbox could not be made to its stderr (``fds[2]``,
+    the host reads it), then exit 1."""
+    with contextlib.suppress(OSError, IndexError):
+        os.write(fds[2], f"toolwire-worker: {what}: {exc}\n".encode(errors="replace"))
+    os._exit(1)
+
+
+def _enter_own_sandbox(
+    box: dict[str, Any], fds: list[int], groups: list[int], status_w: int, retitled: bool
+) -> None:
+    """In a process just forked from a template started with ``forkSandbox`` (the
+    host's :meth:`~.process.WorkerProcess` configuration): make the worker's own
+    namespaces, fork its init (the first process of the new PID namespace, which makes
+    the mounts, its user namespace and the limit, :func:`~..sandbox.nsfork.start_init`)
+    and exit; the init starts the worker's egress relay if it has one (in the worker's
+    cgroups, ``groups``), forks the worker, locks itself down and waits for it, then exits
+    with the worker's exit code (128 + N for a signal N, as bubblewrap passes it on).
+    Returns only in the worker, which :func:`_become_worker` then finishes (its cgroups,
+    then :func:`~..sandbox.nsfork.lock_down`)."""
+    import signal
+
+    from ..sandbox import nsfork
+
+    try:
+        os.setsid()
+        nsfork.unshare_for_worker(network=box.get("network") is True)
+        init = os.fork()
+    except OSError as exc:
+        _fail(fds, "could not make the worker's namespaces", exc)
+    if init != 0:
+        os.write(status_w, f"P{init} ".encode())
+        os._exit(0)
+    # The init: PID 1 of the worker's namespace.
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2):
+        signal.signal(signum, signal.SIG_DFL)  # from inside, PID 1 ignores them then
+    seccomp = bytes.fromhex(box["seccomp"]) if isinstance(box.get("seccomp"), str) else None
+    try:
+        nsfork.start_init(box)
+        relay = box.get("relay")
+        if isinstance(relay, list) and len(relay) == 2 and os.fork() == 0:
+            _run_relay(str(relay[0]), int(relay[1]), seccomp, fds, groups)
+        worker = os.fork()
+    except OSError as exc:
+        _fail(fds, "could not make the worker's sandbox", exc)
+    if worker == 0:
+        os.close(status_w)
+        if retitled:
+            _retitle(INIT_NAME, WORKER_NAME)
+        return
+    os.write(status_w, f"W{worker}".encode())
+    os.closerange(3, os.sysconf("SC_OPEN_MAX") if os.sysconf("SC_OPEN_MAX") > 0 else 65536)
+    try:
+        nsfork.lock_down(seccomp)
+    except OSError as exc:
+        _fail(fds, "could not lock the worker's init down", exc)
+    _wait_as_init(worker)
+
+
+def _wait_as_init(worker: int) -> NoReturn:
+    """Reap every process of the namespace until ``worker`` ends; then exit as it did."""
+    while True:
+        try:
+            pid, status = os.waitpid(-1, 0)
+        except InterruptedError:
+            continue
+        except ChildProcessError:
+            os._exit(1)
+        if pid == worker:
+            code = os.waitstatus_to_exitcode(status)
+            os._exit(128 - code if code < 0 else code)
+
+
+def _run_relay(
+    path: str, port: int, seccomp: bytes | None, fds: list[int], groups: list[int]
+) -> NoReturn:
+    """In a child of a forked worker's init: the worker's egress relay (its own, in its
+    own network namespace, as a spawned worker's sandbox starts one), in the worker's
+    cgroups (``groups``: descriptors of their ``cgroup.procs``) and locked down as the
+    worker is; never returns."""
+    from ..sandbox import nsfork
+    from ..sandbox.egress import relay
+
+    try:
+        nsfork.lock_down(seccomp)
+        relay.serve_here(path, port, groups)
+    except OSError as exc:
+        _fail(fds, "could not start the worker's egress relay", exc)
+    os._exit(0)
 
 
 def _become_worker(
@@ -240,7 +404,9 @@ def _become_worker(
     """In a process just forked from the template: a session of its own, its stdio from
     ``fds`` (the pipes to the host and the stderr pipe), its own cgroups joined (before
     anything of the module runs), and, without bubblewrap, death with the template;
-    returns the worker's configuration."""
+    with a sandbox per worker (``forkSandbox``), then a cgroup namespace of its own and
+    every privilege given up (:func:`~..sandbox.nsfork.lock_down`); returns the worker's
+    configuration."""
     os.setsid()  # a session and process group of its own, no controlling terminal
     template = os.getppid()
     for target, fd in enumerate(fds[:3]):
@@ -254,11 +420,17 @@ def _become_worker(
         return fds[index] if type(index) is int and 3 <= index < len(fds) else None
 
     _join_now(given("cgroupFd"), given("memoryCgroupFd"))
+    box = config.get("forkSandbox")
+    if config.get("boxed") is True and type(box) is dict:
+        from ..sandbox import nsfork
+
+        seccomp = bytes.fromhex(box["seccomp"]) if isinstance(box.get("seccomp"), str) else None
+        nsfork.lock_down(seccomp, cgroup_namespace=True)
     if config.get("boxed") is not True:
         _die_with_parent()  # dies with the template, which dies with the host
         if os.getppid() != template:
             os._exit(1)  # the template died before the request took effect
-    out = {k: v for k, v in config.items() if k != "template"}
+    out = {k: v for k, v in config.items() if k not in ("template", "forkSandbox")}
     source = given("sourceFd")
     if source is not None:
         out["sourceFd"] = source

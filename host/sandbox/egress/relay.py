@@ -122,6 +122,25 @@ def _exec(command: list[str]) -> None:
     posix._exit(126 if failed is not None else 127)
 
 
+def serve_here(path: str, port: int, fds: list[int]) -> None:
+    """Bind ``127.0.0.1:port`` and relay every connection to the Unix socket ``path`` in
+    this process, for good, after joining the cgroups open as ``fds`` (as :func:`main`'s
+    relay does): a worker forked from a template starts its own sandbox's relay this way
+    (toolwire.host.workers.worker, toolwire.host.sandbox.nsfork); never returns.
+
+    Raises:
+        OSError: the port cannot be bound.
+    """
+    listener = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
+    listener.setsockopt(_socket.SOL_SOCKET, _socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", port))
+    listener.listen(128)
+    try:
+        _relay(listener, path, fds)
+    finally:
+        posix._exit(0)
+
+
 def main(argv: list[str]) -> None:
     """``SOCKET PORT [FD...] -- COMMAND...``: start the relay, then exec the command."""
     try:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from toolwire.host.serve.options import WORKER_START_ENV
 
 from tests.e2e_helpers import PROMPT, wait_until
 from tests.hostproc import TOOLS_DIR, HostProcess
@@ -43,6 +44,8 @@ def _host(
             *extra,
         ],
         cwd=root,
+        # Each test here says how its workers start (a pass of the suite may set it).
+        env={WORKER_START_ENV: ""},
     )
 
 
@@ -83,6 +86,11 @@ def _worker(root: Path) -> int:
     return pythons[0]
 
 
+def _parent(pid: int) -> int:
+    """The host pid of host process ``pid``'s parent."""
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
 def _groups(pid: int) -> dict[str, str]:
     """The pids and memory cgroups of host process ``pid`` (cgroup v1 lines or v2's)."""
     out = {}
@@ -118,9 +126,14 @@ def test_a_restarted_worker_is_forked_with_the_isolation_of_a_fresh_one(
         assert second["worker_id"] != first["worker_id"]
         assert second["calls"] == 1
         # Forked from the template, which shows itself as such; the worker does not.
+        # With the sandbox, each worker's parent is the init of its own PID namespace
+        # (forked from the template too), as bubblewrap's init is a spawned worker's.
         for seen in (first, second):
-            assert "toolwire-worker-tmpl" in seen["parent"], seen
+            shown = "toolwire-worker-ns-init-shim" if sandbox == "on" else "toolwire-worker-tmpl"
+            assert shown in seen["parent"], seen
             assert "toolwire.host.workers.worker" in seen["own"], seen
+        parent = _parent(second_pid)
+        assert (_parent(parent) if sandbox == "on" else parent) == template
         # A session and process group of its own, as seen inside and from the host.
         for seen in (first, second):
             assert seen["sid"] == seen["pid"] == seen["pgid"], seen
@@ -230,6 +243,21 @@ def test_by_default_each_worker_starts_in_a_sandbox_of_its_own(
             assert first_parent == second_parent == h.proc.pid
 
 
+def test_the_environment_chooses_the_start_below_the_command_line(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    base = ["--root", str(root), "--no-builtins", "--no-entry-points", "--tools", TOOLS]
+    base += ["--workers", "1", "--sandbox", "none"]
+    for value, flag, forked in (
+        ("fork", (), True),
+        ("spawn", (), False),
+        ("fork", ("--worker-start", "spawn"), False),  # the command line wins
+    ):
+        with HostProcess([*base, *flag], cwd=root, env={WORKER_START_ENV: value}) as h:
+            assert "result" in h.initialize()
+            assert ("toolwire-worker-tmpl" in _identity(h)["parent"]) is forked, (value, flag)
+
+
 def test_the_config_file_opts_in_to_forked_workers(tmp_path: Path) -> None:
     root = tmp_path / "root"
     root.mkdir()
@@ -246,3 +274,89 @@ def test_the_config_file_opts_in_to_forked_workers(tmp_path: Path) -> None:
         assert "result" in h.initialize()
         assert "toolwire-worker-tmpl" not in _identity(h)["parent"]
         assert _templates(root) == []
+
+
+def _view(response: dict[str, Any]) -> dict[str, Any]:
+    r = response["result"]
+    assert not r.get("isError"), r
+    return json.loads(text_of_result(r))  # type: ignore[no-any-return]
+
+
+NAMESPACES = ("pid", "mnt", "ipc", "uts", "net", "cgroup", "user")
+NO_CAPABILITIES = "0000000000000000"
+
+
+@pytest.mark.parametrize("start", ["fork", "spawn"])
+def test_two_workers_of_one_module_share_no_namespace_no_tmp_and_no_privilege(
+    tmp_path: Path, start: str
+) -> None:
+    """Two workers of one module, alive at once, each in a sandbox of its own: forked
+    from the template as started from scratch."""
+    require_sandbox()
+    root = tmp_path / "root"
+    root.mkdir()
+    gate = root / "gate"
+    os.mkfifo(gate)
+    with _host(root, "--workers", "2", start=("--worker-start", start)) as h:
+        assert "result" in h.initialize()
+        busy = 7001
+        h.send(
+            {
+                "jsonrpc": "2.0",
+                "id": busy,
+                "method": "tools/call",
+                "params": {"name": "sandbox_view_after", "arguments": {"gate": str(gate)}},
+            }
+        )
+        writer: list[int] = []
+
+        def opened() -> bool:
+            try:
+                writer.append(os.open(gate, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC))
+            except OSError:
+                return False  # ENXIO: no reader yet
+            return True
+
+        # Once the first worker reads the gate, it is busy (its marks left): the next
+        # call goes to the other worker.
+        wait_until(opened, PROMPT, "the first worker to wait at its gate")
+        try:
+            second = _view(h.call("sandbox_view", {}, timeout=PROMPT))
+        finally:
+            os.close(writer[0])
+        first = _view(h.recv_response(busy, timeout=PROMPT))
+        templates = _templates(root)
+        template_ns = (
+            {name: os.stat(f"/proc/{templates[0]}/ns/{name}").st_ino for name in NAMESPACES}
+            if templates
+            else {}
+        )
+    assert first["worker_id"] != second["worker_id"], (first, second)
+    assert len(templates) == (1 if start == "fork" else 0), templates
+    mine = {name: os.stat(f"/proc/self/ns/{name}").st_ino for name in NAMESPACES}
+    for name in NAMESPACES:
+        if name == "user" and start == "spawn" and os.geteuid() == 0:
+            continue  # bubblewrap run by root makes no user namespace
+        # Not shared with each other, nor with the host, nor with the template.
+        assert first["ns"][name] != second["ns"][name], (name, first, second)
+        for seen in (first, second):
+            assert seen["ns"][name] != mine[name], (name, seen)
+            if template_ns:
+                assert seen["ns"][name] != template_ns[name], (name, seen, template_ns)
+    for seen in (first, second):
+        # A private /tmp and /dev/shm: only its own mark, never the other worker's.
+        assert seen["tmp"] == [f"mark-{seen['worker_id']}"], seen
+        assert seen["shm"] == [f"mark-{seen['worker_id']}"], seen
+        # No capability in any set, no new privileges, the sandbox's filter.
+        for key in ("cap_eff", "cap_prm", "cap_inh", "cap_amb"):
+            assert seen[key] == NO_CAPABILITIES, (key, seen)
+        if start == "fork" or os.geteuid() != 0:
+            # (bubblewrap run by root empties every set but the bounding one, which
+            # no_new_privs keeps from ever refilling the others)
+            assert seen["cap_bnd"] == NO_CAPABILITIES, seen
+        assert seen["no_new_privs"] == "1", seen
+        if SANDBOX.seccomp is not None:
+            assert seen["seccomp"] == "2", seen
+        # Its own PID namespace: its init and itself, nothing else.
+        assert seen["procs"] == [1, seen["pid"]], seen
+        assert seen["uid"] == os.getuid() and seen["hostname"] == "toolwire-sandbox", seen
