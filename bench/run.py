@@ -306,7 +306,9 @@ def worker_processes(host_pid: int) -> tuple[list[int], list[int], list[int]]:
     """(worker pythons, bubblewrap wrappers, worker templates) among the host's
     descendants: the processes whose command line holds ``toolwire.host.workers.worker``, told
     apart by their name, and those whose command line shows ``toolwire-worker-tmpl``
-    (the template a module's workers are forked from, toolwire.host.workers.template)."""
+    (the template a module's workers are forked from, toolwire.host.workers.template);
+    a forked worker's init (``toolwire-worker-ns-init``, the first process of its own
+    sandbox) counts as a wrapper, as bubblewrap does for a spawned one."""
     pythons: list[int] = []
     wrappers: list[int] = []
     templates: list[int] = []
@@ -318,6 +320,8 @@ def worker_processes(host_pid: int) -> tuple[list[int], list[int], list[int]]:
             continue
         if b"toolwire-worker-tmpl" in cmdline and comm != "bwrap":
             templates.append(pid)
+        elif b"toolwire-worker-ns-init" in cmdline:
+            wrappers.append(pid)  # a forked worker's init (its sandbox's PID 1)
         elif b"toolwire.host.workers.worker" in cmdline:
             (wrappers if comm == "bwrap" else pythons).append(pid)
     return pythons, wrappers, templates
