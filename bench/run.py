@@ -586,11 +586,13 @@ async def restart_after_crash(server: Server, start: str = "spawn") -> dict[str,
     """``--workers 1``: a worker crashes (the ``crash`` tool) and an echo is sent as soon
     as the crash's error result arrives; milliseconds from that result to the echo's
     answer (the new worker's start included). Workers only; ``start`` "fork" runs the
-    host with ``--worker-start fork`` (this checkout's workers only: a ``--baseline``
-    may not have the option) and reports ``restart_after_crash_fork_ms``."""
-    if server.kind != "workers" or (start != "spawn" and server.label != WORKERS):
+    host with ``--worker-start fork`` (this checkout's workers and a ``--baseline``'s,
+    which must then have the option: any checkout from issue 26's first step on) and
+    reports ``restart_after_crash_fork_ms``; "spawn" passes ``--worker-start spawn`` to
+    this checkout's host (whose default is ``fork``) and nothing to a baseline's."""
+    if server.kind != "workers" or (start != "spawn" and server.label not in (WORKERS, BEFORE)):
         return {}
-    extra = ["--worker-start", start] if start != "spawn" else []
+    extra = ["--worker-start", start] if start != "spawn" or server.label == WORKERS else []
     c = await RawClient.start(server, [*server.argv, "--workers", "1", *extra])
     try:
         await c.initialize()
@@ -853,7 +855,13 @@ async def bench_all(
             if restart is not None and cold:
                 w[key.replace("restart", f"restart{start}", 1)] = restart / cold
     bs = samples.get(BEFORE, {})
-    for key in ("cold_start_ms", "restart_after_crash_ms", "seq_p50_ms", "worker_ready_ms"):
+    for key in (
+        "cold_start_ms",
+        "restart_after_crash_ms",
+        "restart_after_crash_fork_ms",
+        "seq_p50_ms",
+        "worker_ready_ms",
+    ):
         paired = _paired(ws.get(key), bs.get(key))
         if paired is not None:
             w[f"{key}_vs_before"] = paired
@@ -915,6 +923,7 @@ ROWS: list[tuple[str, str, str]] = [
     ),
     ("restart_fork_vs_inproc_cold", "… ÷ in-process cold start, same run (×)", "lower"),
     ("restart_fork_vs_mcp_cold", "… ÷ MCPServer cold start, same run (×)", "lower"),
+    ("restart_after_crash_fork_ms_vs_before", "… worker ÷ worker before, paired (×)", "lower"),
     ("worker_ready_ms_vs_before", "worker ready: worker ÷ worker before, paired (×)", "lower"),
     ("seq_p50_ms", "sequential echo p50 (ms)", "lower"),
     ("seq_p50_ms_vs_before", "sequential echo p50: worker ÷ worker before, paired (×)", "lower"),

@@ -10,7 +10,7 @@ its own, so files a tool writes cannot reconfigure the next host). Tables:
 * ``[approval]``: ``policy`` (a list of tool names, ``"destructive"`` or ``"all"``) and
   ``timeout`` (seconds);
 * ``[http]``: serve Streamable HTTP (:mod:`toolwire.host.serve.httpconfig`);
-* ``[workers]``: ``start`` (``"spawn"``, the default, or ``"fork"``: ``--worker-start``),
+* ``[workers]``: ``start`` (``"fork"``, the default on Linux, or ``"spawn"``: ``--worker-start``),
   ``list_cache`` (``true``, the default; ``false``: ``--no-list-cache``);
 * ``[network]``: the egress policy of sandboxed processes (``allow``, ``resolve``,
   ``tools.NAME.allow``, ``modules.NAME.allow``: :mod:`toolwire.host.sandbox.egress.policy`);
@@ -133,7 +133,7 @@ def config_schema() -> Any:
 
     class WorkersTable(BaseModel):
         model_config = strict
-        start: Literal["spawn", "fork"] = "spawn"
+        start: Literal["spawn", "fork"] = "fork"
         list_cache: bool = True
 
     def _rule(value: str) -> str:

@@ -36,9 +36,12 @@ __all__ = [
     "config_from_args",
 ]
 
-DEFAULT_WORKER_START: Literal["spawn", "fork"] = "spawn"
+DEFAULT_WORKER_START: Literal["spawn", "fork"] = (
+    "fork" if sys.platform.startswith("linux") else "spawn"
+)
 """How workers start when neither ``--worker-start``, ``[workers] start`` nor
-:data:`WORKER_START_ENV` says."""
+:data:`WORKER_START_ENV` says: forked from their module's template, each in a sandbox of
+its own (:mod:`toolwire.host.sandbox.nsfork`), on Linux; elsewhere from scratch."""
 
 WORKER_START_ENV = "TOOLWIRE_WORKER_START"
 """The environment variable read for the worker start (``spawn`` or ``fork``) when
@@ -77,10 +80,11 @@ class HostConfig:
             imported into the host process.
         workers: worker processes per tool module at most (default: the number of cores).
         worker_start: how a worker process starts (``--worker-start``, ``[workers]
-            start``): "spawn" (default), each from scratch in a sandbox of its own;
-            "fork" (Linux), forked from a pre-imported template process per module
-            (:mod:`toolwire.host.workers.template`), so the workers of one module share the
-            template's sandbox (its namespaces and private ``/tmp``).
+            start``, :data:`WORKER_START_ENV`; default :data:`DEFAULT_WORKER_START`):
+            "spawn", each from scratch in a sandbox of its own; "fork" (Linux), forked
+            from a pre-imported template process per module
+            (:mod:`toolwire.host.workers.template`), each still in a sandbox of its own
+            (:mod:`toolwire.host.sandbox.nsfork`; SECURITY.md compares the two).
         reload: watch the tool modules' files and reload them on change (``--reload``).
         list_cache: keep the worker modules' tool definitions between starts and list
             them before the workers are up (``--no-list-cache``, ``[workers] list_cache
@@ -108,7 +112,7 @@ class HostConfig:
     approval_timeout: float = 120.0
     isolation: Literal["process", "none"] = "process"
     workers: int = field(default_factory=lambda: os.cpu_count() or 1)
-    worker_start: Literal["spawn", "fork"] = "spawn"
+    worker_start: Literal["spawn", "fork"] = field(default_factory=lambda: DEFAULT_WORKER_START)
     reload: bool = False
     list_cache: bool = True
     config_file: Path | None = None
@@ -228,8 +232,9 @@ def build_parser(prog: str = "toolwire serve") -> argparse.ArgumentParser:
         choices=["spawn", "fork"],
         default=None,
         help="spawn: start each worker from scratch in a sandbox of its own; fork (Linux): "
-        "fork a module's workers from a pre-imported template, much faster to (re)start, "
-        "but they share one sandbox (default: spawn)",
+        f"fork a module's workers from a pre-imported template, each in a sandbox of its "
+        f"own, much faster to (re)start (default: {DEFAULT_WORKER_START}, or "
+        f"${WORKER_START_ENV})",
     )
     p.add_argument(
         "--no-list-cache",

@@ -242,7 +242,12 @@ class WorkerPool:
         try:
             if self.settings.start == "fork":
                 worker.began = time.monotonic()
-                worker.template = await self._ready_template()
+                try:
+                    worker.template = await self._ready_template()
+                except WorkerStartError as exc:
+                    if not self.sandboxed or exc.import_failed:
+                        raise
+                    self._fall_back_to_spawn(exc)
             await worker.start(self.workers_owner.task_group)
         except WorkerStartError:
             if worker in self.workers:
@@ -271,6 +276,18 @@ class WorkerPool:
             if template.start_error is not None:
                 raise WorkerStartError(str(template.start_error), import_failed=False)
         return template
+
+    def _fall_back_to_spawn(self, exc: WorkerStartError) -> None:
+        """A template that cannot give its workers a sandbox each here (the kernel or
+        bubblewrap refuses what :mod:`toolwire.host.sandbox.nsfork` needs: it checks at
+        its start) makes every later worker of this host start from scratch."""
+        if self.workers_owner.worker_start != "spawn":
+            log.warning(
+                "workers cannot be forked with a sandbox each here (%s); they start "
+                "from scratch instead (--worker-start spawn)",
+                exc,
+            )
+            self.workers_owner.worker_start = "spawn"
 
     def kill_template(self, reason: str) -> None:
         """Kill this generation's template (its workers end with it)."""
@@ -748,10 +765,12 @@ class Workers:
         host_closing: whether the host is shutting down (then a cancelled call's worker
             is waited for only briefly).
         client_backlogged: whether the client is behind in reading.
-        start: how a worker starts (``--worker-start``): "spawn" (default), each as a
-            process of its own in a sandbox of its own (bubblewrap, when active);
-            "fork", forked from its module's template process (:mod:`.template`),
-            sharing the template's sandbox with the module's other workers.
+        start: how a worker starts (``--worker-start``): "spawn" (this class's
+            default), each as a process of its own in a sandbox of its own (bubblewrap,
+            when active); "fork", forked from its module's template process
+            (:mod:`.template`), each in a sandbox of its own too when the sandbox is active
+            (:mod:`toolwire.host.sandbox.nsfork`). A template that cannot make those (it
+            checks at its start) turns the host's later starts to "spawn", logged.
         list_cache: the definition cache (:mod:`.listcache`; None: off): a module
             found there has its tools registered at once, before its first worker is up,
             and checked against that worker's answer when it comes.

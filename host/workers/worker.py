@@ -193,6 +193,8 @@ def _serve_forks(config: dict[str, Any], control: Any) -> dict[str, Any]:
         except OSError:
             os._exit(0)  # the host is gone
 
+    if box is not None:
+        _check_own_sandbox(box)
     send({"ready": os.getpid()})
     while True:
         try:
@@ -364,6 +366,48 @@ def _enter_own_sandbox(
     except OSError as exc:
         _fail(fds, "could not lock the worker's init down", exc)
     _wait_as_init(worker)
+
+
+def _check_own_sandbox(box: dict[str, Any]) -> None:
+    """Make one worker's sandbox once, in a throw-away child, before this template says
+    it is ready: where the kernel or bubblewrap refuses a step (user namespaces
+    restricted, a bubblewrap that kept no capability), the template exits with the
+    reason on its stderr and the host starts its workers from scratch instead.
+
+    Raises:
+        OSError: a step failed (the reason is on stderr already).
+    """
+    from ..sandbox import nsfork
+
+    seccomp = bytes.fromhex(box["seccomp"]) if isinstance(box.get("seccomp"), str) else None
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            nsfork.unshare_for_worker(network=box.get("network") is True)
+            init = os.fork()
+            if init == 0:
+                try:
+                    nsfork.start_init(box)
+                    nsfork.lock_down(seccomp, cgroup_namespace=True)
+                except BaseException as exc:
+                    sys.stderr.write(f"toolwire-worker-tmpl: a worker's sandbox fails: {exc}\n")
+                    sys.stderr.flush()
+                    os._exit(1)
+                os._exit(0)
+            code = os.waitstatus_to_exitcode(os.waitpid(init, 0)[1])
+        except BaseException as exc:
+            sys.stderr.write(f"toolwire-worker-tmpl: a worker's namespaces fail: {exc}\n")
+            sys.stderr.flush()
+        os._exit(code)
+    while True:
+        try:
+            _, status = os.waitpid(pid, 0)
+            break
+        except InterruptedError:
+            continue
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise OSError("this template cannot give its workers a sandbox each")
 
 
 def _wait_as_init(worker: int) -> NoReturn:

@@ -202,8 +202,31 @@ def _pid_namespace(pid: int) -> int:
     return os.stat(f"/proc/{pid}/ns/pid").st_ino
 
 
+def test_by_default_workers_are_forked_each_into_a_sandbox_of_its_own(tmp_path: Path) -> None:
+    """The default start (neither --worker-start, [workers] nor the environment says):
+    forked from the module's template, each worker in its own PID namespace, whose
+    init (not the template) is its parent."""
+    require_sandbox()
+    root = tmp_path / "root"
+    root.mkdir()
+    with _host(root, start=()) as h:
+        assert "result" in h.initialize()
+        first = _identity(h)
+        first_pid = _worker(root)
+        (template,) = _templates(root)
+        assert "toolwire-worker-ns-init-shim" in first["parent"], first
+        assert _parent(_parent(first_pid)) == template
+        assert _pid_namespace(first_pid) not in (
+            _pid_namespace(template),
+            _pid_namespace(os.getpid()),
+        )
+        assert first["cap_eff"] == "0000000000000000", first
+        if SANDBOX.seccomp is not None:
+            assert first["seccomp"] == "2", first
+
+
 @pytest.mark.parametrize("sandbox", ["on", "none"])
-def test_by_default_each_worker_starts_in_a_sandbox_of_its_own(
+def test_spawned_workers_each_start_in_a_sandbox_of_their_own(
     tmp_path: Path, sandbox: str, request: pytest.FixtureRequest
 ) -> None:
     if sandbox == "on":
@@ -211,7 +234,7 @@ def test_by_default_each_worker_starts_in_a_sandbox_of_its_own(
     root = tmp_path / "root"
     root.mkdir()
     extra = () if sandbox == "on" else ("--sandbox", "none")
-    with _host(root, *extra, start=()) as h:
+    with _host(root, *extra, start=("--worker-start", "spawn")) as h:
         assert "result" in h.initialize()
         first = _identity(h)
         first_pid = _worker(root)
@@ -258,22 +281,26 @@ def test_the_environment_chooses_the_start_below_the_command_line(tmp_path: Path
             assert ("toolwire-worker-tmpl" in _identity(h)["parent"]) is forked, (value, flag)
 
 
-def test_the_config_file_opts_in_to_forked_workers(tmp_path: Path) -> None:
+@pytest.mark.parametrize("value", ["fork", "spawn"])
+def test_the_config_file_chooses_the_start_below_the_command_line(
+    tmp_path: Path, value: str
+) -> None:
     root = tmp_path / "root"
     root.mkdir()
     config = tmp_path / "toolwire.toml"
-    config.write_text('[workers]\nstart = "fork"\n')
+    config.write_text(f'[workers]\nstart = "{value}"\n')
     with _host(root, "--sandbox", "none", "--config", str(config), start=()) as h:
         assert "result" in h.initialize()
-        assert "toolwire-worker-tmpl" in _identity(h)["parent"]
-        assert len(_templates(root)) == 1
+        assert ("toolwire-worker-tmpl" in _identity(h)["parent"]) is (value == "fork")
+        assert len(_templates(root)) == (value == "fork")
     # The command line wins over the file.
+    other = "spawn" if value == "fork" else "fork"
     with _host(
-        root, "--sandbox", "none", "--config", str(config), start=("--worker-start", "spawn")
+        root, "--sandbox", "none", "--config", str(config), start=("--worker-start", other)
     ) as h:
         assert "result" in h.initialize()
-        assert "toolwire-worker-tmpl" not in _identity(h)["parent"]
-        assert _templates(root) == []
+        assert ("toolwire-worker-tmpl" in _identity(h)["parent"]) is (other == "fork")
+        assert len(_templates(root)) == (other == "fork")
 
 
 def _view(response: dict[str, Any]) -> dict[str, Any]:
