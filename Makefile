@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 PIP    := $(PY) -m pip install --quiet --prefer-binary --disable-pip-version-check
 
-.PHONY: all demo test test-unprivileged test-under-load mutants lint bench soak paused venv clean typecheck-tree
+.PHONY: all demo test test-unprivileged test-escape-spawn test-under-load mutants lint bench soak paused venv clean typecheck-tree
 
 all: test
 
@@ -55,6 +55,16 @@ test-under-load: $(STAMP)
 
 test-unprivileged: $(STAMP)
 	tests/run_unprivileged.sh
+
+# The escape suite with workers started the other way (`spawn`: a bubblewrap per worker;
+# the default is `fork`, a template per module and a sandbox per forked worker), as this
+# user and, as root, as an ordinary user too. TOOLWIRE_WORKER_START is what the host reads
+# when neither --worker-start nor [workers] start says.
+test-escape-spawn: $(STAMP)
+	@first=0; second=0; \
+	TOOLWIRE_WORKER_START=spawn $(PY) -m pytest -q -p no:cacheprovider -n 2 tests/test_sandbox_escape*.py || first=$$?; \
+	TOOLWIRE_WORKER_START=spawn tests/run_unprivileged.sh tests/test_sandbox_escape*.py || second=$$?; \
+	[ $$first -eq 0 ] && [ $$second -eq 0 ]
 
 # mypy cannot follow setuptools' editable finder, so it checks a tree of symlinks
 # laid out like the installed package (toolwire/, toolwire/host, toolwire/client).
