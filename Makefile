@@ -62,8 +62,8 @@ test-unprivileged: $(STAMP)
 # when neither --worker-start nor [workers] start says.
 test-escape-spawn: $(STAMP)
 	@first=0; second=0; \
-	TOOLWIRE_WORKER_START=spawn $(PY) -m pytest -q -p no:cacheprovider -n 2 tests/test_sandbox_escape*.py || first=$$?; \
-	TOOLWIRE_WORKER_START=spawn tests/run_unprivileged.sh tests/test_sandbox_escape*.py || second=$$?; \
+	TOOLWIRE_WORKER_START=spawn $(PY) -m pytest -q -p no:cacheprovider -n 2 tests/escape/test_sandbox_escape*.py || first=$$?; \
+	TOOLWIRE_WORKER_START=spawn tests/run_unprivileged.sh tests/escape/test_sandbox_escape*.py || second=$$?; \
 	[ $$first -eq 0 ] && [ $$second -eq 0 ]
 
 # mypy cannot follow setuptools' editable finder, so it checks a tree of symlinks

@@ -280,7 +280,12 @@ class WorkerPool:
     def _fall_back_to_spawn(self, exc: WorkerStartError) -> None:
         """A template that cannot give its workers a sandbox each here (the kernel or
         bubblewrap refuses what :mod:`toolwire.host.sandbox.nsfork` needs: it checks at
-        its start) makes every later worker of this host start from scratch."""
+        its start) makes this generation's later workers and every later generation's
+        start from scratch."""
+        if self.settings.start != "spawn":
+            import dataclasses
+
+            self.settings = dataclasses.replace(self.settings, start="spawn")
         if self.workers_owner.worker_start != "spawn":
             log.warning(
                 "workers cannot be forked with a sandbox each here (%s); they start "
