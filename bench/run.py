@@ -320,8 +320,8 @@ def worker_processes(host_pid: int) -> tuple[list[int], list[int], list[int]]:
             continue
         if b"toolwire-worker-tmpl" in cmdline and comm != "bwrap":
             templates.append(pid)
-        elif b"toolwire-worker-ns-init" in cmdline:
-            wrappers.append(pid)  # a forked worker's init (its sandbox's PID 1)
+        elif b"toolwire-worker-ns-init" in cmdline or b"toolwire-worker-egress-relay" in cmdline:
+            wrappers.append(pid)  # a forked worker's init (its sandbox's PID 1), its relay
         elif b"toolwire.host.workers.worker" in cmdline:
             (wrappers if comm == "bwrap" else pythons).append(pid)
     return pythons, wrappers, templates

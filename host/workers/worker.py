@@ -268,6 +268,10 @@ def _serve_forks(config: dict[str, Any], control: Any) -> dict[str, Any]:
         send(answer)
 
 
+RELAY_NAME = b"toolwire-worker-egress-relay"
+"""What the command line of a forked worker's egress relay shows in place of
+:data:`INIT_NAME`."""
+
 INIT_NAME = b"toolwire-worker-ns-init-shim"
 """What the command line of a forked worker's init (the first process of its PID
 namespace, :func:`_enter_own_sandbox`) shows in place of :data:`WORKER_NAME`."""
@@ -350,6 +354,8 @@ def _enter_own_sandbox(
         nsfork.start_init(box)
         relay = box.get("relay")
         if isinstance(relay, list) and len(relay) == 2 and os.fork() == 0:
+            if retitled:
+                _retitle(INIT_NAME, RELAY_NAME)
             _run_relay(str(relay[0]), int(relay[1]), seccomp, fds, groups)
         worker = os.fork()
     except OSError as exc:

@@ -607,11 +607,17 @@ def test_a_workers_relay_sits_in_the_workers_cgroups(net: _Net) -> None:
     url = f"http://allowed.test:{net.allowed.port}/cg"
     assert _body(net.allowed, "/cg") in text_of(net.host.call("fetch", {"url": url}, timeout=120))
     pythons = _sandboxed_pythons(net.root)
-    relays = {pid: ppid for pid, (ppid, argv) in pythons.items() if RELAY_SCRIPT in argv}
+
+    # A spawned worker's relay runs relay.py; a forked worker's init forks its relay,
+    # which shows itself as such (toolwire.host.workers.worker RELAY_NAME).
+    def is_relay(argv: list[str]) -> bool:
+        return RELAY_SCRIPT in argv or any("toolwire-worker-egress-relay" in a for a in argv)
+
+    relays = {pid: ppid for pid, (ppid, argv) in pythons.items() if is_relay(argv)}
     workers = {
         ppid: pid
         for pid, (ppid, argv) in pythons.items()
-        if RELAY_SCRIPT not in argv and ppid in relays.values()
+        if not is_relay(argv) and ppid in relays.values()
     }
     assert relays and set(relays.values()) == set(workers), pythons
     for relay, parent in relays.items():
