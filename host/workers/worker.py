@@ -354,6 +354,7 @@ def _enter_own_sandbox(
         nsfork.start_init(box)
         relay = box.get("relay")
         if isinstance(relay, list) and len(relay) == 2 and os.fork() == 0:
+            os.close(status_w)  # the template reads the pipe to its end
             if retitled:
                 _retitle(INIT_NAME, RELAY_NAME)
             _run_relay(str(relay[0]), int(relay[1]), seccomp, fds, groups)
