@@ -32,6 +32,7 @@ request (421 / 403); a static bearer token is compared in constant time (401 wit
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
@@ -70,7 +71,7 @@ from .http_wire import (
     _decode_header_value,
     _Exchange,
     _Headers,
-    _host_allowed,
+    _HostAllowlist,
     _media_types,
     _modern_status,
     _origin_allowed,
@@ -137,6 +138,7 @@ class HttpHost(_LegacyLeg):
         if not settings.loopback and settings.host not in ("0.0.0.0", "::", ""):
             hosts.append(settings.host if ":" not in settings.host else f"[{settings.host}]")
         self.allowed_hosts = hosts
+        self._host_allowlist = _HostAllowlist(hosts)
         self.allowed_origins = [
             *(f"{s}://{n}" for s in ("http", "https") for n in LOOPBACK_NAMES),
             *settings.allowed_origins,
@@ -300,7 +302,7 @@ class HttpHost(_LegacyLeg):
             await _send_json(send, 200 if ok else 503, {"status": "ok" if ok else "starting"})
             return
         headers = _Headers(scope)
-        if headers.count("host") != 1 or not _host_allowed(headers.get("host"), self.allowed_hosts):
+        if headers.count("host") != 1 or not self._host_allowlist.allows(headers.get("host")):
             raise _Refusal(421, INVALID_REQUEST, "Invalid Host header")
         if self.auth.oauth is not None and path == metadata_path(self.auth.resource):
             if method not in ("GET", "HEAD"):
@@ -420,25 +422,34 @@ class HttpHost(_LegacyLeg):
         length = headers.get("content-length")
         if length is not None and length.isdigit() and int(length) > limit:
             raise _Refusal(413, INVALID_REQUEST, f"Request body too large (limit {limit} bytes)")
-        chunks: list[bytes] = []
-        size = 0
-        with anyio.move_on_after(self.settings.body_timeout) as deadline:
-            while True:
-                message = await receive()
-                if message["type"] == "http.disconnect":
-                    return None
-                chunk = message.get("body", b"")
-                size += len(chunk)
-                if size > limit:
-                    raise _Refusal(
-                        413, INVALID_REQUEST, f"Request body too large (limit {limit} bytes)"
-                    )
-                chunks.append(chunk)
-                if not message.get("more_body", False):
-                    break
-        if deadline.cancelled_caught:
+        try:
+            task = asyncio.current_task()
+        except RuntimeError:  # another event loop than asyncio
+            task = None
+        if task is None:
+            with anyio.move_on_after(self.settings.body_timeout):
+                return await _receive_body(receive, limit)
             raise _Refusal(408, INVALID_REQUEST, "Request body not received in time")
-        return b"".join(chunks)
+        # On asyncio the deadline is one timer that cancels this task (~5 µs, against
+        # ~30 µs for an anyio scope with its deadline); the cancellation is taken back
+        # only when it was the timer's alone, as asyncio.timeout() does.
+        loop = task.get_loop()
+        expired = False
+
+        def expire() -> None:
+            nonlocal expired
+            expired = True
+            task.cancel()
+
+        timer = loop.call_at(loop.time() + self.settings.body_timeout, expire)
+        try:
+            return await _receive_body(receive, limit)
+        except asyncio.CancelledError:
+            if expired and task.uncancel() == 0:
+                raise _Refusal(408, INVALID_REQUEST, "Request body not received in time") from None
+            raise
+        finally:
+            timer.cancel()
 
     async def _post(
         self,
@@ -615,6 +626,35 @@ class HttpHost(_LegacyLeg):
                 exchange.close()
                 session.close()
                 inbox.end()
+
+
+async def _receive_body(receive: Receive, limit: int) -> bytes | None:
+    """The body of an ASGI request, its chunks joined (None: the client went away).
+
+    Raises:
+        _Refusal: 413 once more than ``limit`` bytes arrived.
+    """
+    message = await receive()
+    if message["type"] == "http.disconnect":
+        return None
+    body: bytes = message.get("body", b"")
+    if len(body) > limit:
+        raise _Refusal(413, INVALID_REQUEST, f"Request body too large (limit {limit} bytes)")
+    if not message.get("more_body", False):
+        return body
+    chunks = [body]
+    size = len(body)
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise _Refusal(413, INVALID_REQUEST, f"Request body too large (limit {limit} bytes)")
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
 
 
 def create_app(

@@ -114,16 +114,23 @@ async def answer_direct(
         return False
     ctx = RequestContext(session, rid, method, params, None)
     reply: dict[str, Any] | None = None
+    watcher: asyncio.Task[None] | None = None
     with anyio.CancelScope() as scope:
         ctx.bind_scope(scope)
-        watcher = loop.create_task(_until_disconnect(receive))
 
         def gone(task: asyncio.Task[None]) -> None:
             if not task.cancelled():
                 task.exception()  # retrieved: a failed receive counts as a disconnect
                 scope.cancel()
 
-        watcher.add_done_callback(gone)
+        def watch() -> None:
+            nonlocal watcher
+            watcher = loop.create_task(_until_disconnect(receive))
+            watcher.add_done_callback(gone)
+
+        # The watcher starts once the handler yields to the loop: a handler that answers
+        # without waiting (most in-process calls) costs no task at all.
+        start = loop.call_soon(watch)
         try:
             try:
                 reply = response(rid, await handler(params, ctx))
@@ -139,7 +146,10 @@ async def answer_direct(
                 reply = error_response(rid, JsonRpcError(INTERNAL_ERROR, "Internal error"))
         finally:
             ctx.mark_done()
-            if not watcher.done():
+            start.cancel()
+            if watcher is None:
+                pass
+            elif not watcher.done():
                 watcher.remove_done_callback(gone)
                 watcher.cancel()
             elif not watcher.cancelled():

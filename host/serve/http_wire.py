@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import functools
 import math
 from collections import deque
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -214,19 +215,26 @@ class _Exchange:
 class _Headers:
     """An ASGI request's headers: lower-case names → values (latin-1), all of them."""
 
+    __slots__ = ("values",)
+
     def __init__(self, scope: Scope) -> None:
-        self.values: dict[str, list[str]] = {}
-        for name, value in scope.get("headers", []):
-            self.values.setdefault(name.decode("latin-1").lower(), []).append(
-                value.decode("latin-1")
-            )
+        values: dict[str, list[str]] = {}
+        for name, value in scope.get("headers", ()):
+            key = name.decode("latin-1").lower()
+            got = values.get(key)
+            if got is None:
+                values[key] = [value.decode("latin-1")]
+            else:
+                got.append(value.decode("latin-1"))
+        self.values = values
 
     def get(self, name: str) -> str | None:
         values = self.values.get(name)
         return values[0].strip() if values else None
 
     def count(self, name: str) -> int:
-        return len(self.values.get(name, ()))
+        values = self.values.get(name)
+        return 0 if values is None else len(values)
 
 
 class _Refusal(Exception):
@@ -259,10 +267,29 @@ async def _send_json(
     await send({"type": "http.response.body", "body": payload})
 
 
-def _media_types(value: str | None) -> set[str]:
+def _media_types(value: str | None) -> frozenset[str]:
+    """The media types a ``Content-Type`` or ``Accept`` value names, lower-case, their
+    parameters dropped (empty for None)."""
     if value is None:
-        return set()
-    return {part.split(";", 1)[0].strip().lower() for part in value.split(",") if part.strip()}
+        return frozenset()
+    return _parsed_media_types(value)
+
+
+def _parsed_media_types(value: str) -> frozenset[str]:
+    if len(value) <= 256:
+        return _cached_media_types(value)
+    return _split_media_types(value)
+
+
+def _split_media_types(value: str) -> frozenset[str]:
+    return frozenset(
+        part.split(";", 1)[0].strip().lower() for part in value.split(",") if part.strip()
+    )
+
+
+# Clients send the same few values on every request; the cache is bounded in entries and
+# in their length, so values a client makes up only evict each other.
+_cached_media_types = functools.lru_cache(maxsize=64)(_split_media_types)
 
 
 def _decode_header_value(value: str) -> str:
@@ -302,6 +329,27 @@ def _header_params(schema: Any, path: tuple[str, ...] = ()) -> list[tuple[tuple[
     return found
 
 
+_HEADER_PARAMS: dict[int, tuple[Any, list[tuple[tuple[str, ...], str]]]] = {}
+""":func:`_header_params` of the input schemas seen, by ``id`` (with the schema itself,
+so an id reused by another object is not mistaken for it). Schemas come from the
+registry, never from a request; the cache is emptied when it reaches
+:data:`_HEADER_PARAMS_KEPT` entries (tool sets replaced by reloads)."""
+_HEADER_PARAMS_KEPT = 4096
+
+
+def _schema_header_params(schema: Any) -> list[tuple[tuple[str, ...], str]]:
+    """:func:`_header_params` of a tool's ``inputSchema``, walked once per schema object
+    (a registered tool's schema is not changed in place)."""
+    cached = _HEADER_PARAMS.get(id(schema))
+    if cached is not None and cached[0] is schema:
+        return cached[1]
+    found = _header_params(schema)
+    if len(_HEADER_PARAMS) >= _HEADER_PARAMS_KEPT:
+        _HEADER_PARAMS.clear()
+    _HEADER_PARAMS[id(schema)] = (schema, found)
+    return found
+
+
 def _header_form(value: Any) -> str | None:
     """How a client writes a body value in an ``Mcp-Param-*`` header, before any base64
     sentinel: strings as they are, integers in decimal, booleans ``true``/``false``
@@ -329,7 +377,7 @@ def _param_header_problem(schema: Any, arguments: Any, headers: _Headers) -> str
 
     The caller answers a problem with HTTP 400 and -32020.
     """
-    for path, name in _header_params(schema):
+    for path, name in _schema_header_params(schema):
         value: Any = arguments
         for key in path:
             value = value.get(key) if type(value) is dict else None
@@ -361,6 +409,30 @@ def _param_header_problem(schema: Any, arguments: Any, headers: _Headers) -> str
             f"value {value!r}"
         )
     return None
+
+
+class _HostAllowlist:
+    """An allowlist of ``Host`` values (``NAME``: any port, ``NAME:PORT``: that port
+    only), matched like :func:`_host_allowed` in two set look-ups."""
+
+    __slots__ = ("_any_port", "_with_port")
+
+    def __init__(self, allowed: list[str]) -> None:
+        self._any_port: set[str] = set()
+        self._with_port: set[tuple[str, str]] = set()
+        for entry in allowed:
+            name, port = _split_host(entry.lower())
+            if port is None:
+                self._any_port.add(name)
+            else:
+                self._with_port.add((name, port))
+
+    def allows(self, host: str | None) -> bool:
+        """Whether a request's ``Host`` value is on the list (never an empty one)."""
+        if not host:
+            return False
+        name, port = _split_host(host.lower())
+        return name in self._any_port or (port is not None and (name, port) in self._with_port)
 
 
 def _host_allowed(host: str | None, allowed: list[str]) -> bool:

@@ -62,6 +62,10 @@ class Principal:
         return [s for s in needed if s not in self.scopes]
 
 
+_NOBODY = Principal(ANONYMOUS)
+"""The principal of every request when none needs a token (frozen, so one is shared)."""
+
+
 current_principal: contextvars.ContextVar[str] = contextvars.ContextVar(
     "toolwire_http_principal", default=ANONYMOUS
 )
@@ -179,7 +183,7 @@ class Authenticator:
                 expired, for another audience or from another issuer.
         """
         if not self.required:
-            return Principal(ANONYMOUS)
+            return _NOBODY
         if not values:
             raise AuthFailure(
                 401, "Unauthorized: this endpoint needs a bearer token", self.challenge()
