@@ -23,7 +23,14 @@ each round, the contenders take turns within a round, and each figure is the med
 rounds; each server's answer to one call is checked before it is loaded, and a run with
 non-2xx answers or socket errors is reported as failed.
 
+With ``--baseline PYTHON`` (the python of another checkout's venv, as for bench/run.py,
+e.g. of a ``git worktree`` of the commit before a change), two more contenders take
+their turns in every round: that checkout's ``toolwire serve --http`` in both isolation
+modes ("..., before"). The figures of the pair go to a table of their own, below the
+main one.
+
 Usage: python bench/http_load.py [--rounds 3] [--seconds 3] [--out bench/RESULTS.md]
+       [--baseline PYTHON]
 """
 
 from __future__ import annotations
@@ -56,6 +63,8 @@ INPROC = "toolwire in-process"
 MCP = "MCP SDK MCPServer"
 RAW = "raw ASGI + orjson"
 LABELS = [WORKERS, INPROC, MCP, RAW]
+BEFORE = ", before"
+"""Suffix of the ``--baseline`` contenders' labels."""
 
 LUA = r"""
 local n = 0
@@ -88,6 +97,11 @@ class Contender:
     headers: dict[str, str] = field(default_factory=dict)
 
 
+def is_toolwire(label: str) -> bool:
+    """Whether a contender is a toolwire host (this checkout's or the baseline's)."""
+    return label.startswith("toolwire ")
+
+
 def free_port() -> int:
     """A port the system just handed out on 127.0.0.1 (released for the server to take)."""
     with socket.socket() as s:
@@ -96,23 +110,33 @@ def free_port() -> int:
         return port
 
 
-def contenders(root: Path) -> list[Contender]:
-    """The four servers (argv without the port, added per spawn)."""
+def contenders(root: Path, baseline: str | None = None) -> list[Contender]:
+    """The four servers (argv without the port, added per spawn); with ``baseline``
+    (another checkout's python), its toolwire in both modes after this one's."""
     tools = str(HERE / "servers" / "toolwire_tools.py")
 
-    def tw(isolation: str) -> list[str]:
+    def tw(isolation: str, python: str | None = None) -> list[str]:
+        # Another checkout's python gets -P: this working directory must not shadow
+        # its own toolwire.
         return [
-            PY, "-m", "toolwire.host", "--no-entry-points", "--root", str(root),
+            *([python, "-P"] if python else [PY]), "-m", "toolwire.host", "--no-entry-points", "--root", str(root),
             "--isolation", isolation, "--no-builtins", "--tools", tools,
             "--log-level", "warning", "--http",
         ]  # fmt: skip
 
-    return [
+    out = [
         Contender(WORKERS, tw("process")),
         Contender(INPROC, tw("none")),
         Contender(MCP, [PY, str(HERE / "servers" / "mcp_http.py")], modern=False),
         Contender(RAW, [PY, str(HERE / "servers" / "raw_http.py")], path="/"),
     ]
+    if baseline is not None:
+        for label, isolation in ((WORKERS, "process"), (INPROC, "none")):
+            out.insert(
+                [c.label for c in out].index(label) + 1,
+                Contender(label + BEFORE, tw(isolation, baseline)),
+            )
+    return out
 
 
 def call_body(modern: bool, rid: int | str) -> bytes:
@@ -166,12 +190,12 @@ class Running:
         self.c = c
         self.port = free_port()
         self.proc = subprocess.Popen(
-            [*c.argv, f"127.0.0.1:{self.port}" if c.label in (WORKERS, INPROC) else str(self.port)],
+            [*c.argv, f"127.0.0.1:{self.port}" if is_toolwire(c.label) else str(self.port)],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             cwd=HERE.parent,
-            env=dict(os.environ, PYTHONSAFEPATH="1") if c.label in (WORKERS, INPROC) else None,
+            env=dict(os.environ, PYTHONSAFEPATH="1") if is_toolwire(c.label) else None,
         )
         self.headers = base_headers(c.modern)
         self._wait_ready()
@@ -337,14 +361,17 @@ def ensure_wrk() -> None:
         )
 
 
-def run(rounds: int, seconds: int) -> dict[str, dict[str, list[float]]]:
-    """Every figure of every round, per contender: rps, p50_us, rss, workers_rss."""
+def run(
+    rounds: int, seconds: int, baseline: str | None = None
+) -> dict[str, dict[str, list[float]]]:
+    """Every figure of every round, per contender: rps, p50_us, rss, workers_rss (with
+    ``baseline``, another checkout's python, also for its two contenders)."""
     root = Path(tempfile.mkdtemp(prefix="toolwire-httpbench-"))
     script = root / "call.lua"
-    figs: dict[str, dict[str, list[float]]] = {label: {} for label in LABELS}
+    figs: dict[str, dict[str, list[float]]] = {c.label: {} for c in contenders(root, baseline)}
     try:
         for r in range(rounds):
-            for c in contenders(root):
+            for c in contenders(root, baseline):
                 print(f"round {r + 1}/{rounds}: {c.label}", file=sys.stderr)
                 srv = Running(c)
                 try:
@@ -417,6 +444,26 @@ def table(figs: dict[str, dict[str, list[float]]]) -> str:
     return "\n".join(out)
 
 
+def baseline_table(figs: dict[str, dict[str, list[float]]]) -> str:
+    """The ``--baseline`` pair: each toolwire mode before and after, medians of the
+    same rounds, with the same-run MCPServer and raw figures beside them."""
+    rows = [
+        ("calls/s at 32 connections", "rps", "{:,.0f}"),
+        ("sequential p50, one connection (µs)", "p50_us", "{:,.0f}"),
+        ("server CPU per call at 32 connections (µs)", "cpu_us", "{:,.0f}"),
+        ("idle RSS of the server process (MiB)", "rss", "{:.1f}"),
+    ]
+    labels = [WORKERS + BEFORE, WORKERS, INPROC + BEFORE, INPROC, MCP, RAW]
+    head = ["measure", *labels, "workers after ÷ before", "in-process after ÷ before"]
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for name, key, fmt in rows:
+        cells = [name] + [fmt.format(median(figs, lb, key)) for lb in labels]
+        for t in (WORKERS, INPROC):
+            cells.append(f"{median(figs, t, key) / median(figs, t + BEFORE, key):.2f}×")
+        out.append("| " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
 def machine() -> str:
     """Kernel, cores, Python, and the versions of the server stack."""
     import importlib.metadata as md
@@ -434,6 +481,13 @@ def machine() -> str:
         f"{subprocess.run(['wrk', '--version'], capture_output=True, text=True).stdout.split(' [')[0]}"
     )
 
+
+COMPILE_INSTALLED = (
+    "import compileall, os, toolwire, toolwire.host, toolwire.client\n"
+    "for m in (toolwire, toolwire.host, toolwire.client):\n"
+    "    compileall.compile_dir(os.path.dirname(m.__file__), quiet=1)\n"
+)
+"""Byte-compiles the toolwire a python imports (run by the ``--baseline`` python)."""
 
 SECTION = "## Over Streamable HTTP (`bench/http_load.py`, run by `make bench`)"
 
@@ -455,7 +509,13 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--seconds", type=int, default=3, help="whole seconds per wrk run")
     p.add_argument("--out", default=str(HERE / "RESULTS.md"), help="results file ('' for none)")
+    p.add_argument(
+        "--baseline",
+        default=None,
+        help="the python of another checkout: its host runs beside this one's (see above)",
+    )
     args = p.parse_args()
+    baseline = args.baseline
     ensure_wrk()
     repo = HERE.parent
     subprocess.run(
@@ -463,10 +523,19 @@ def main() -> None:
         check=True,
         stdout=subprocess.DEVNULL,
     )
+    if baseline is not None:  # the other checkout's packages, wherever they are
+        subprocess.run(
+            [baseline, "-P", "-c", COMPILE_INSTALLED], check=True, stdout=subprocess.DEVNULL
+        )
     load_before = Path("/proc/loadavg").read_text().split()[:3]
-    figs = run(args.rounds, args.seconds)
+    figs = run(args.rounds, args.seconds, baseline)
     load_after = Path("/proc/loadavg").read_text().split()[:3]
     report = table(figs)
+    if baseline is not None:
+        report += (
+            "\n\nBeside it in the same rounds, `--baseline`: the checkout before the change "
+            "(its own venv), both modes:\n\n" + baseline_table(figs)
+        )
     print(report)
     if args.out:
         text = (
