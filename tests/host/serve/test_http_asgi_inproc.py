@@ -6,7 +6,7 @@ it as such a server would: a lifespan, then one ``http`` scope per request, with
 whose timing a real server cannot pin down: the body deadline (one timer cancelling the
 request's task) gives back only its own cancellation, and a body sent in several
 messages is joined. The end-to-end versions over uvicorn are in test_http_security.py
-(413/408) and test_http_robustness.py (a client gone mid-call).
+(413/408) and test_http_robustness.py, beside this file (a client gone mid-call).
 """
 
 from __future__ import annotations
