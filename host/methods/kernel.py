@@ -18,6 +18,7 @@ Nothing here imports or calls a face (tests/host/methods/test_methods_kernel.py 
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -87,6 +88,12 @@ class HostKernel:
         self.server_name = server_name
         self.server_description = server_description
         self.pipeline = Pipeline(self.executor, registry.hooks, self.approval, self._approve)
+
+    @functools.cached_property
+    def brief_info(self) -> dict[str, Any]:
+        """``{name, version}``: the server info every 2026-07-28 result carries (shared:
+        only ever encoded, never changed)."""
+        return {"name": self.server_name, "version": __version__}
 
     def server_info(self) -> dict[str, Any]:
         """``serverInfo``: ``{name, version, description?}``."""

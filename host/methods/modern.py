@@ -177,14 +177,18 @@ class ModernServer:
             threshold = LOG_LEVELS[envelope.log_level]
         call = ModernCall(envelope, threshold, rctx.session)
         result: dict[str, Any] = await method(params, rctx, call)
-        return self.finish(result)
+        return self.finish(result, full=rctx.method == "server/discover")
 
-    def finish(self, result: dict[str, Any]) -> dict[str, Any]:
+    def finish(self, result: dict[str, Any], *, full: bool = False) -> dict[str, Any]:
         """``result`` with ``resultType`` (default "complete") and the server info in ``_meta``
-        (an input-required result gets the server info too)."""
+        (an input-required result gets the server info too).
+
+        Every result carries ``{name, version}`` (mcp-2026: a server SHOULD put its info
+        in every result's ``_meta``); ``full`` (``server/discover``) adds the description,
+        which names the sandbox in a few hundred bytes no other answer needs to repeat."""
         out = {"resultType": RESULT_COMPLETE, **result}
         meta = dict(out.get("_meta") or {})
-        meta[SERVER_INFO_KEY] = self.kernel.server_info()
+        meta[SERVER_INFO_KEY] = self.kernel.server_info() if full else self.kernel.brief_info
         out["_meta"] = meta
         return out
 

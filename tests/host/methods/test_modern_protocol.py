@@ -110,7 +110,7 @@ def test_both_eras_on_one_connection(tmp_path: Path) -> None:
         # the same result, plus resultType and the server info
         assert "resultType" not in legacy and "_meta" not in legacy
         assert first["resultType"] == "complete"
-        assert first["_meta"][INFO] == init["serverInfo"]
+        assert first["_meta"][INFO] == {k: init["serverInfo"][k] for k in ("name", "version")}
         assert {k: v for k, v in first.items() if k not in ("resultType", "_meta")} == legacy
 
 
@@ -302,3 +302,24 @@ def test_modern_requests_refused_after_shutdown(tmp_path: Path) -> None:
     with wire_host(tmp_path) as h:
         assert h.request("shutdown")["result"] is None
         assert modern(h, "tools/list")["error"]["code"] == -32600
+
+
+def test_only_discover_repeats_the_servers_description(tmp_path: Path) -> None:
+    # Every result carries {name, version}; the description (a few hundred bytes naming
+    # the sandbox) comes with server/discover and initialize, not with every call.
+    with wire_host(tmp_path, initialize=False) as h:
+        found = modern(h, "server/discover")["result"]["_meta"][INFO]
+        call = modern(h, "tools/call", {"name": "echo", "arguments": {"text": "a"}})["result"]
+        listed = modern(h, "tools/list")["result"]
+        init = h.initialize()["result"]["serverInfo"]
+    assert found == init
+    if "description" not in init:
+        pytest.skip("no sandbox here, so the server has no description to repeat")
+    assert (
+        call["_meta"][INFO]
+        == listed["_meta"][INFO]
+        == {
+            "name": init["name"],
+            "version": init["version"],
+        }
+    )
