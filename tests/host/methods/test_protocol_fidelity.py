@@ -9,7 +9,9 @@
 * a host whose client closes stdin without ``shutdown``/``exit`` (Neovim 0.7's ``:qa!``)
   ends by itself, promptly, and leaves no worker process behind.
 
-Raw JSON-RPC from tests/hostproc.py, as tests/host/methods/test_modern_protocol.py does.
+Raw JSON-RPC: the protocol rules (``params: null``, ``workDoneToken``, ``arguments: []``)
+to the host in process (tests/inproc.py); a reload, a client that stops reading (a real
+pipe filling up) and the end of stdin to a spawned host (tests/hostproc.py).
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from typing import Any
 
 import pytest
 
-from tests.e2e_helpers import PROMPT, wait_until, wire_host
+from tests import inproc
+from tests.e2e_helpers import PROMPT, wait_until
 from tests.hostproc import HOST_COMMAND, REPO, TOOLS_DIR, HostProcess
 from tests.workers_support import (
     WORKER_TOOLS,
@@ -47,7 +50,9 @@ def meta(**extra: Any) -> dict[str, Any]:
     return {PV: V, CAPS: {}, **extra}
 
 
-def modern(h: HostProcess, method: str, params: dict[str, Any] | None = None) -> Any:
+def modern(
+    h: HostProcess | inproc.InProcHost, method: str, params: dict[str, Any] | None = None
+) -> Any:
     body = dict(params or {})
     body.setdefault("_meta", meta())
     return h.request(method, body, timeout=PROMPT)
@@ -233,7 +238,7 @@ def test_a_modern_client_gets_no_count_of_dropped_logs(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("framing", FRAMINGS)
 def test_null_params_count_as_absent(tmp_path: Path, framing: str) -> None:
-    with wire_host(tmp_path, framing) as h:
+    with inproc.wire_host(tmp_path, framing) as h:
         for method, expected in [("ping", {}), ("tools/list", None), ("logging/setLevel", None)]:
             h.send({"jsonrpc": "2.0", "id": method, "method": method, "params": None})
             resp = h.recv_response(method)
@@ -272,7 +277,9 @@ def _work_done(messages: list[Any], token: Any) -> list[dict[str, Any]]:
     ]
 
 
-def _call_until_answered(h: HostProcess, id: Any, params: dict[str, Any]) -> tuple[Any, list[Any]]:
+def _call_until_answered(
+    h: HostProcess | inproc.InProcHost, id: Any, params: dict[str, Any]
+) -> tuple[Any, list[Any]]:
     """Send a tools/call; its response and every message before it, in order."""
     h.send({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
     before = []
@@ -286,7 +293,7 @@ def _call_until_answered(h: HostProcess, id: Any, params: dict[str, Any]) -> tup
 
 @pytest.mark.parametrize("isolation", ["none", "process"])
 def test_work_done_token_gets_lsp_progress(tmp_path: Path, isolation: str) -> None:
-    with wire_host(tmp_path, "lsp", ["--isolation", isolation]) as h:
+    with inproc.wire_host(tmp_path, "lsp", ["--isolation", isolation]) as h:
         resp, before = _call_until_answered(
             h, 7, {"name": "progress", "arguments": {"n": 3}, "workDoneToken": "wd-1"}
         )
@@ -313,7 +320,7 @@ def test_work_done_token_gets_lsp_progress(tmp_path: Path, isolation: str) -> No
 
 
 def test_work_done_token_of_an_lsp_initialize_over_ndjson(tmp_path: Path) -> None:
-    with wire_host(tmp_path, "ndjson", initialize=False) as h:
+    with inproc.wire_host(tmp_path, "ndjson", initialize=False) as h:
         # an MCP client over ndjson: workDoneToken is not its dialect
         resp, before = _call_until_answered(
             h, 1, {"name": "progress", "arguments": {"n": 1}, "workDoneToken": "t"}
@@ -332,7 +339,7 @@ def test_work_done_token_of_an_lsp_initialize_over_ndjson(tmp_path: Path) -> Non
 
 @pytest.mark.parametrize("framing", FRAMINGS)
 def test_empty_array_arguments_are_an_empty_object(tmp_path: Path, framing: str) -> None:
-    with wire_host(tmp_path, framing) as h:
+    with inproc.wire_host(tmp_path, framing) as h:
         resp = h.call("gate_waiting", [])
         assert resp["result"]["content"][0]["text"] == "0", resp
         # 2026-07-28 too
