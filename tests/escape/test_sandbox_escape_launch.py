@@ -21,6 +21,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -131,6 +132,8 @@ def _session_via_process(
 
 
 def _session_via_cli(layout: Layout) -> Iterator[Caller]:
+    """Each call a ``toolwire call`` of its own: a CLI process that starts a host."""
+
     def call(name: str, arguments: dict[str, Any]) -> tuple[bool, str]:
         import json
 
@@ -146,6 +149,12 @@ def _session_via_cli(layout: Layout) -> Iterator[Caller]:
 
     yield call
 
+
+CONCURRENT_PLANTING = frozenset({"toolwire-call-cli"})
+"""Ways whose calls are independent processes (one ``toolwire call`` each), so the
+writes that plant the modules run at the same time instead of one after the other. The
+attempt is the same: every module is planted before the image is read, and the read
+and the second start both run over all of them."""
 
 WAYS: dict[str, tuple[Callable[[Layout], Iterator[Caller]], tuple[str, ...], str]] = {
     # name: (session factory, modules planted, directory they are planted in)
@@ -198,11 +207,17 @@ def test_modules_the_model_writes_into_the_root_never_run_in_the_host(
         call = next(session)
         try:
             if attempt == 0:
-                for name in modules:
-                    path = _plant_path(name, subdir)
-                    is_error, text = call(
-                        "write", {"path": path, "content": _planted_source(layout.markers, name)}
-                    )
+                paths = [_plant_path(name, subdir) for name in modules]
+                writes = [
+                    {"path": path, "content": _planted_source(layout.markers, name)}
+                    for name, path in zip(modules, paths, strict=True)
+                ]
+                if way in CONCURRENT_PLANTING:
+                    with ThreadPoolExecutor(len(writes)) as pool:
+                        results = list(pool.map(call, ["write"] * len(writes), writes))
+                else:
+                    results = [call("write", w) for w in writes]
+                for path, (is_error, text) in zip(paths, results, strict=True):
                     assert not is_error, f"the write of {path} failed: {text}"
                     assert (layout.root / path).is_file()
             is_error, text = call("read", {"path": "image.png"})
