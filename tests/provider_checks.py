@@ -20,23 +20,50 @@ an example-call generator (tests only).
 
 from __future__ import annotations
 
+import functools
 import json
 import re
-from typing import Any
+from types import ModuleType
+from typing import Any, NamedTuple
 
 import jsonschema
-from anthropic.types import ToolParam, ToolResultBlockParam
-from google.genai import types as gtypes
-from openai.types.chat import ChatCompletionToolMessageParam, ChatCompletionToolParam
-from openai.types.responses import FunctionToolParam, ResponseInputItemParam
 from pydantic import TypeAdapter
 
-_OPENAI_TOOL = TypeAdapter(ChatCompletionToolParam)
-_RESPONSES_TOOL = TypeAdapter(FunctionToolParam)
-_ANTHROPIC_TOOL = TypeAdapter(ToolParam)
-_ANTHROPIC_RESULT = TypeAdapter(ToolResultBlockParam)
-_CHAT_MESSAGE = TypeAdapter(ChatCompletionToolMessageParam)
-_RESPONSES_ITEM = TypeAdapter(ResponseInputItemParam)
+
+class _Sdk(NamedTuple):
+    """The providers' SDK request types the checks validate against."""
+
+    openai_tool: TypeAdapter[Any]
+    responses_tool: TypeAdapter[Any]
+    anthropic_tool: TypeAdapter[Any]
+    anthropic_result: TypeAdapter[Any]
+    chat_message: TypeAdapter[Any]
+    responses_item: TypeAdapter[Any]
+    genai: ModuleType
+    """``google.genai.types`` (pydantic models: ``Tool``, ``Part``, ``Content``...)."""
+
+
+@functools.cache
+def sdk() -> _Sdk:
+    """The SDK types, imported and adapted on first use: ``anthropic``, ``openai`` and
+    ``google-genai`` take seconds of CPU to import, and every xdist worker collects the
+    modules that import this one, while only the worker running a provider test needs
+    them."""
+    from anthropic.types import ToolParam, ToolResultBlockParam
+    from google.genai import types as gtypes
+    from openai.types.chat import ChatCompletionToolMessageParam, ChatCompletionToolParam
+    from openai.types.responses import FunctionToolParam, ResponseInputItemParam
+
+    return _Sdk(
+        openai_tool=TypeAdapter(ChatCompletionToolParam),
+        responses_tool=TypeAdapter(FunctionToolParam),
+        anthropic_tool=TypeAdapter(ToolParam),
+        anthropic_result=TypeAdapter(ToolResultBlockParam),
+        chat_message=TypeAdapter(ChatCompletionToolMessageParam),
+        responses_item=TypeAdapter(ResponseInputItemParam),
+        genai=gtypes,
+    )
+
 
 OPENAI_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 GEMINI_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,62}")
@@ -168,14 +195,14 @@ def check_declarations(api: str, declarations: list[dict[str, Any]]) -> None:
     names = []
     for decl in declarations:
         if api == "openai-chat":
-            _OPENAI_TOOL.validate_python(decl)
+            sdk().openai_tool.validate_python(decl)
             fn = decl["function"]
             name, params, strict = fn["name"], fn["parameters"], fn.get("strict", False)
         elif api == "openai-responses":
-            _RESPONSES_TOOL.validate_python(decl)
+            sdk().responses_tool.validate_python(decl)
             name, params, strict = decl["name"], decl["parameters"], decl["strict"]
         elif api == "anthropic":
-            _ANTHROPIC_TOOL.validate_python(decl)
+            sdk().anthropic_tool.validate_python(decl)
             name, params, strict = decl["name"], decl["input_schema"], False
         else:
             name, params, strict = decl["name"], decl.get("parameters"), False
@@ -197,7 +224,7 @@ def check_declarations(api: str, declarations: list[dict[str, Any]]) -> None:
                 params, default=jsonschema.Draft202012Validator
             ).check_schema(params)
     if api == "gemini":
-        gtypes.Tool.model_validate({"function_declarations": declarations})
+        sdk().genai.Tool.model_validate({"function_declarations": declarations})
     assert len(set(names)) == len(names), names
 
 
@@ -230,7 +257,7 @@ def check_tool_result(api: str, payload: dict[str, Any], *, is_error: bool) -> N
     """
     texts = _texts(api, payload)
     if api == "anthropic":
-        _ANTHROPIC_RESULT.validate_python(payload)
+        sdk().anthropic_result.validate_python(payload)
         assert payload.get("is_error", False) is is_error, payload
         if is_error:
             assert payload.get("content"), f"is_error with empty content: {payload}"
@@ -239,16 +266,16 @@ def check_tool_result(api: str, payload: dict[str, Any], *, is_error: bool) -> N
             if block.get("type") == "text":
                 assert block["text"].strip(), f"blank text block: {payload}"
     elif api == "openai-chat":
-        _CHAT_MESSAGE.validate_python(payload)
+        sdk().chat_message.validate_python(payload)
         assert payload["role"] == "tool" and isinstance(payload["content"], str), payload
     elif api == "openai-responses":
-        _RESPONSES_ITEM.validate_python(payload)
+        sdk().responses_item.validate_python(payload)
         assert payload["type"] == "function_call_output", payload
         if isinstance(payload["output"], list):
             assert payload["output"], payload
             assert all(t for t in texts), f"empty input_text part: {payload}"
     else:
-        gtypes.Part.model_validate(payload)
+        sdk().genai.Part.model_validate(payload)
         response = payload["functionResponse"]["response"]
         assert list(response) == ["error" if is_error else "output"], payload
     if is_error:

@@ -6,14 +6,11 @@ request types, checked with them), not produced by the code under test.
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
 import pytest
-from anthropic.types import MessageParam
-from google.genai import types as gtypes
-from openai.types.chat import ChatCompletionMessageParam
-from openai.types.responses import ResponseInputItemParam
 from pydantic import TypeAdapter
 from toolwire.client import adapters as ad
 from toolwire.client.conversation import (
@@ -24,12 +21,26 @@ from toolwire.client.conversation import (
     UserMessage,
 )
 
-from tests.provider_checks import check_declarations
+from tests.provider_checks import check_declarations, sdk
 from toolwire.models import CallToolResult, TextContent, ToolDefinition
 
-ANTHROPIC_MESSAGE = TypeAdapter(MessageParam)
-CHAT_MESSAGE = TypeAdapter(ChatCompletionMessageParam)
-RESPONSES_ITEM = TypeAdapter(ResponseInputItemParam)
+
+@functools.cache
+def _message(api: str) -> TypeAdapter[Any]:
+    """The SDK's type of one message of ``api``'s conversation (imported on first use,
+    as in tests/provider_checks.py: the SDKs take seconds to import)."""
+    if api == "anthropic":
+        from anthropic.types import MessageParam
+
+        return TypeAdapter(MessageParam)
+    if api == "chat":
+        from openai.types.chat import ChatCompletionMessageParam
+
+        return TypeAdapter(ChatCompletionMessageParam)
+    from openai.types.responses import ResponseInputItemParam
+
+    return TypeAdapter(ResponseInputItemParam)
+
 
 SCHEMA = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
 NAMES = ["ns.read-file", "1st", "ns_read-file", "x" * 70, "read"]
@@ -131,7 +142,7 @@ def test_openai_chat_calls_come_back_with_the_real_name_streamed_or_not() -> Non
     sent = ad.to_openai_chat_messages([UserMessage("hi"), msg], None, tools)
     assert sent[1]["tool_calls"][0]["function"]["name"] == wire
     for m in sent:
-        CHAT_MESSAGE.validate_python(m)
+        _message("chat").validate_python(m)
 
 
 def test_anthropic_responses_and_gemini_streams_map_names_back() -> None:
@@ -203,7 +214,7 @@ def test_anthropic_responses_and_gemini_streams_map_names_back() -> None:
     assert contents[1]["parts"][0]["functionCall"]["name"] == "_1st"
     assert contents[2]["parts"][0]["functionResponse"]["name"] == "_1st"
     for c in contents:
-        gtypes.Content.model_validate(c)
+        sdk().genai.Content.model_validate(c)
 
 
 # --------------------------------------------------------------------------- call ids
@@ -250,7 +261,7 @@ def test_repeated_and_missing_call_ids_become_unique() -> None:
     assert [tc["id"] for tc in sent[1]["tool_calls"]] == ids
     assert [m["tool_call_id"] for m in sent[2:]] == ids
     for m in sent:
-        CHAT_MESSAGE.validate_python(m)
+        _message("chat").validate_python(m)
 
 
 def test_repeated_ids_in_a_stream_become_unique_and_stay_stable() -> None:
@@ -312,7 +323,7 @@ def test_anthropic_thinking_blocks_go_back_unchanged() -> None:
         ],
     }
     for m in sent:
-        ANTHROPIC_MESSAGE.validate_python(m)
+        _message("anthropic").validate_python(m)
     # Another API never gets them.
     assert all("thinking" not in json.dumps(c) for c in ad.to_gemini_contents([msg]))
 
@@ -361,7 +372,7 @@ def test_anthropic_streamed_thinking_keeps_text_and_signature() -> None:
         "signature": "EqQBCkgIAR",
     }
     assert sent["content"][1]["type"] == "tool_use"
-    ANTHROPIC_MESSAGE.validate_python(sent)
+    _message("anthropic").validate_python(sent)
 
 
 def test_responses_reasoning_items_go_back_unchanged() -> None:
@@ -392,7 +403,7 @@ def test_responses_reasoning_items_go_back_unchanged() -> None:
     }
     assert items[3] == {"type": "function_call_output", "call_id": "call_1", "output": "ok"}
     for item in items:
-        RESPONSES_ITEM.validate_python(item)
+        _message("responses").validate_python(item)
     # Streamed: the finished reasoning item arrives in response.output_item.done.
     s = ad.OpenAIResponsesStream()
     s.feed(
@@ -444,7 +455,7 @@ def test_gemini_thought_signatures_go_back_on_their_parts() -> None:
             {"functionCall": {"id": b.id, "name": "read", "args": {"path": "b"}}},
         ],
     }
-    gtypes.Content.model_validate(content)
+    sdk().genai.Content.model_validate(content)
 
 
 def test_reasoning_of_one_api_is_not_sent_to_another() -> None:
