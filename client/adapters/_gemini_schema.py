@@ -116,7 +116,12 @@ def _matches(value: Any, out: Mapping[str, Any]) -> bool:
     if value is None:
         return bool(out.get("nullable"))
     t = out.get("type")
-    return isinstance(t, str) and is_type(value, t)
+    if not (isinstance(t, str) and is_type(value, t)):
+        return False
+    # Arms of one type tell apart by their enums (labels included): a value an arm's
+    # enum does not list is not that arm's, whatever its type.
+    enum = out.get("enum")
+    return not isinstance(enum, list) or value in enum
 
 
 def gemini_parameters(schema: Mapping[str, Any]) -> tuple[dict[str, Any], Restore]:
