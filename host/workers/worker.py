@@ -287,6 +287,15 @@ def _set_child_subreaper() -> None:
         raise OSError(ctypes.get_errno(), "PR_SET_CHILD_SUBREAPER failed")
 
 
+def _report_chain(status_w: int, kind: bytes, pid: int) -> None:
+    """Write one record of a boxed fork's chain to its status pipe: ``kind`` (``P``, the
+    worker's init; ``W``, the worker) and ``pid``, as one line. The init and the child
+    that forked it write concurrently, in either order; each record is one ``write`` far
+    below ``PIPE_BUF`` (pipe(7): such writes are atomic) and ends with its own newline,
+    so records never run together whichever comes first."""
+    os.write(status_w, kind + str(pid).encode() + b"\n")
+
+
 def _read_chain(status_r: int) -> tuple[int, int]:
     """Read, until the end, what a boxed fork reports on its status pipe: ``P<init>``
     (the worker's init, as this template's PID namespace numbers it) and ``W<worker>``
@@ -344,7 +353,7 @@ def _enter_own_sandbox(
     except OSError as exc:
         _fail(fds, "could not make the worker's namespaces", exc)
     if init != 0:
-        os.write(status_w, f"P{init} ".encode())
+        _report_chain(status_w, b"P", init)
         os._exit(0)
     # The init: PID 1 of the worker's namespace.
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2):
@@ -366,7 +375,7 @@ def _enter_own_sandbox(
         if retitled:
             _retitle(INIT_NAME, WORKER_NAME)
         return
-    os.write(status_w, f"W{worker}".encode())
+    _report_chain(status_w, b"W", worker)
     os.closerange(3, os.sysconf("SC_OPEN_MAX") if os.sysconf("SC_OPEN_MAX") > 0 else 65536)
     try:
         nsfork.lock_down(seccomp)
