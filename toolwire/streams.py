@@ -28,8 +28,12 @@ from anyio.abc import ByteReceiveStream, ByteSendStream
 
 __all__ = ["FdReceiveStream", "FdSendStream", "MemoryReceiveStream"]
 
-READ_CHUNK = 256 * 1024
-"""Bytes asked for per read (256 KiB)."""
+READ_CHUNK = 64 * 1024
+"""Bytes asked for per read (64 KiB): what a Linux pipe holds by default (pipe(7)), so a
+read of a pipe rarely finds more, and below glibc's default ``M_MMAP_THRESHOLD`` (128 KiB,
+mallopt(3)): ``os.read`` allocates its buffer at the size asked for before it shrinks it
+to what was read, and a 256 KiB buffer was an ``mmap``, ``mremap`` and ``munmap`` of its
+own at every read (three system calls a message on a worker's request pipe)."""
 
 
 def _kind(fd: int) -> str:
