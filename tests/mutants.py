@@ -430,8 +430,8 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "cancel/commit: a committed call that was cancelled is not answered",
         "toolwire/session.py",
-        "            if ctx._committed and reply is not None:",
-        "            if False:",
+        "        if ctx._committed and reply is not None:",
+        "        if False:",
         (COMMIT_TESTS,),
     ),
     Mutant(

@@ -79,10 +79,12 @@ class RequestContext:
         "_committed",
         "_done",
         "_last_progress",
+        "_release",
         "_scope",
         "cancelled_by",
         "id",
         "method",
+        "on_cancel",
         "on_done",
         "progress_token",
         "session",
@@ -110,6 +112,12 @@ class RequestContext:
         self._answered = False
         self._committed = False
         self.on_done: Callable[[], None] | None = None
+        self.on_cancel: Callable[[], None] | None = None
+        """Called once, at the moment the request is cancelled (either dialect, before
+        :meth:`commit`) or aborted, before its handler hears of it: for work the request
+        started elsewhere that must stop being counted on at once (a worker that must
+        take no new call). It must not raise."""
+        self._release: Callable[[], None] | None = None  # its handler waits to be queued
 
     @property
     def done(self) -> bool:
@@ -132,8 +140,18 @@ class RequestContext:
         if self._done or self.cancelled_by is not None:
             return
         self.cancelled_by = dialect
-        if self._scope is not None and not self._committed:
+        if self._committed:
+            return
+        self._interrupt()
+
+    def _interrupt(self) -> None:
+        if self.on_cancel is not None:
+            callback, self.on_cancel = self.on_cancel, None
+            callback()
+        if self._scope is not None:
             self._scope.cancel()
+        if self._release is not None:
+            self._release()  # a held handler runs now, and finds itself interrupted
 
     def commit(self) -> bool:
         """The handler is about to make a change it cannot take back (a file's rename):
@@ -154,8 +172,7 @@ class RequestContext:
         if self._committed:
             return  # answered with the handler's result, which is on its way
         self._abort_error = error
-        if self._scope is not None:
-            self._scope.cancel()
+        self._interrupt()
 
     def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None

@@ -28,16 +28,25 @@ __all__ = ["Deadlines", "OutboundRequest", "Pending"]
 
 class Pending:
     """An outbound request waiting for its response (or for its deadline, which sets
-    ``event`` with ``timed_out``)."""
+    ``event`` with ``timed_out``); ``event`` is a new one unless given."""
 
-    __slots__ = ("error", "event", "finished", "result", "timed_out")
+    __slots__ = ("error", "event", "finished", "on_set", "result", "timed_out")
 
-    def __init__(self) -> None:
-        self.event = anyio.Event()
+    def __init__(self, event: anyio.Event | None = None) -> None:
+        self.event = anyio.Event() if event is None else event
+        self.on_set: Callable[[], None] | None = None
         self.result: Any = None
         self.error: JsonRpcError | None = None
         self.timed_out = False
         self.finished = False  # the requester stopped waiting (its deadline is moot)
+
+    def set(self) -> None:
+        """The wait is over (its answer, its deadline or the connection's end): set
+        ``event`` and call ``on_set`` once (see :meth:`OutboundRequest.when_answered`)."""
+        self.event.set()
+        callback, self.on_set = self.on_set, None
+        if callback is not None:
+            callback()
 
 
 class OutboundRequest:
@@ -70,7 +79,11 @@ class OutboundRequest:
         session, pending, timeout = self._session, self._pending, self._timeout
         abandoned = False
         try:
-            await pending.event.wait()
+            # An answer already in is taken without a turn of the event loop
+            # (anyio's wait on an event that is set is a checkpoint): pipelined, most
+            # are in by the time their requester asks.
+            if not pending.event.is_set():
+                await pending.event.wait()
             if pending.timed_out:
                 session._send_cancel(self.id, f"timed out after {timeout}s")
                 if on_abandon is not None and not session._closing:
@@ -92,6 +105,17 @@ class OutboundRequest:
         if pending.error is not None:
             raise pending.error
         return pending.result
+
+    def when_answered(self, callback: Callable[[], None]) -> bool:
+        """Have ``callback()`` called once when :meth:`wait` would no longer wait (the
+        answer came, the deadline passed or the connection closed), from the event
+        loop's thread. False, and nothing registered, when that is already so. One
+        callback per request; it must not raise."""
+        pending = self._pending
+        if pending.event.is_set() or self._closed:
+            return False
+        pending.on_set = callback
+        return True
 
     def abandon(self, on_abandon: Callable[[anyio.Event], None] | None = None) -> None:
         """Give up a request nobody will wait for: unless its response came, the
@@ -165,7 +189,7 @@ class Deadlines:
                 _, _, pending = heapq.heappop(heap)
                 if not pending.finished and not pending.event.is_set():
                     pending.timed_out = True
-                    pending.event.set()
+                    pending.set()
             if self._earlier.is_set():
                 self._earlier = anyio.Event()
             with anyio.move_on_after(heap[0][0] - now if heap else math.inf):

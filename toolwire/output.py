@@ -346,6 +346,8 @@ class OutputQueue:
         is called when the stream fails (the peer stopped reading), after which what is
         queued is discarded."""
         send = self._send
+        # The backend's own class: anyio.Event() looks the backend up at every call.
+        new_event = type(anyio.Event())
         try:
             while True:
                 if (self._coalesced or self._dropped) and self._queued <= self.lossy_limit:
@@ -354,7 +356,7 @@ class OutputQueue:
                     if self._closing:
                         return
                     await self._event.wait()
-                    self._event = anyio.Event()
+                    self._event = new_event()
                     continue
                 chunks, self._out = self._out, []
                 total = 0

@@ -77,18 +77,30 @@ class Deferred:
     is then made like an ordinary request's (concurrently, cancellable, in flight until
     answered). ``Deferred(answer)`` answers with ``await answer()``;
     :meth:`to` with ``await handler(params, ctx)`` (one instance serves every request).
+
+    ``hold``: for an answer that would only wait at first (for a peer's response already
+    requested): ``hold(release)`` returns True when it will call ``release()`` once the
+    wait is over, and the answer is only handed to a task then (or at once when the
+    request is cancelled or aborted first), so its task runs once instead of twice;
+    False to hand it over at once. The request is in flight meanwhile.
     """
 
-    __slots__ = ("handler",)
+    __slots__ = ("handler", "hold")
 
-    def __init__(self, answer: Callable[[], Awaitable[Any]]) -> None:
+    def __init__(
+        self,
+        answer: Callable[[], Awaitable[Any]],
+        hold: Callable[[Callable[[], None]], bool] | None = None,
+    ) -> None:
         self.handler: RequestHandler = lambda params, ctx: answer()
+        self.hold = hold
 
     @classmethod
     def to(cls, handler: RequestHandler) -> Deferred:
         """A Deferred that has ``handler(params, ctx)`` answer the request."""
         deferred = cls.__new__(cls)
         deferred.handler = handler
+        deferred.hold = None
         return deferred
 
 

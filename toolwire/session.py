@@ -13,9 +13,10 @@ processes and the client all use it). What it owns, and the rules it keeps:
   is refused with -32602 "params must be an object" (:data:`PARAMS_NOT_AN_OBJECT`);
 * **inbound requests in flight** (:class:`~toolwire.inbound.RequestContext`, by id; a
   duplicate id is refused): each runs in a worker task of one anyio task group, one
-  request per task at a time, under its own cancel scope; whenever a request is taken
-  while others wait and no worker is free, another worker starts, so a slow request
-  never delays another (idle workers are parked);
+  request per task at a time, under a cancel scope that only its own cancellation
+  cancels (one scope serves a task's requests until one is cancelled); whenever a
+  request is taken while others wait and no worker is free, another worker starts, so a
+  slow request never delays another (idle workers are parked);
 * **cancellation** of inbound requests in both dialects: MCP
   ``notifications/cancelled {requestId, reason?}`` (nothing more is sent for that
   request, MCP 2025-11-25 "Cancellation") and LSP ``$/cancelRequest {id}`` (the
@@ -119,6 +120,17 @@ params by name, as an object. JSON-RPC 2.0 §4.2 also allows an array (by positi
 *empty* array carries no argument at all and is what some clients send for "no params"
 (Neovim's Lua encodes an empty table as ``[]``), so it is handed to every registered handler as
 ``{}``. A non-empty array is refused with this message before any handler runs."""
+
+
+def _backend_types() -> tuple[Callable[[], anyio.Event], Callable[[], anyio.CancelScope]]:
+    """The running anyio backend's own ``Event`` and ``CancelScope`` classes.
+
+    ``anyio.Event()`` and ``anyio.CancelScope()`` find the backend of the running event
+    loop each time they are called (through sniffio); the classes they return construct
+    without that look-up. Call from within a running backend (else the Event is anyio's
+    adapter for code outside a loop).
+    """
+    return type(anyio.Event()), type(anyio.CancelScope())
 
 
 class _Batch:
@@ -250,6 +262,11 @@ class Session:
         self._flight_changed: anyio.Event | None = None
         self._finish: tuple[float, JsonRpcError] | None = None
         self._deadlines = Deadlines()
+        # What the hot path makes per request: anyio.Event() and anyio.CancelScope() look
+        # the running backend up at every construction (sniffio, a few µs a time); serve()
+        # swaps in the backend's own classes, found once.
+        self._new_event: Callable[[], anyio.Event] = anyio.Event
+        self._new_scope: Callable[[], anyio.CancelScope] = anyio.CancelScope
 
     # ----------------------------------------------------------------- properties
 
@@ -385,7 +402,7 @@ class Session:
             token = meta.setdefault("progressToken", req_id)
             params["_meta"] = meta
             self._progress_listeners[token] = on_progress
-        pending = Pending()
+        pending = Pending(self._new_event())
         self._pending[req_id] = pending
         try:
             self._send_obj(request(req_id, method, params))
@@ -427,7 +444,7 @@ class Session:
             self._requests_tg.cancel_scope.cancel()
         for pending in self._pending.values():
             pending.error = JsonRpcError(CONNECTION_CLOSED, "Connection closed")
-            pending.event.set()
+            pending.set()
 
     def close_when_answered(self, grace: float, error: JsonRpcError) -> None:
         """Stop reading now, and close once every inbound request has been answered.
@@ -507,6 +524,7 @@ class Session:
         On EOF every in-flight inbound request is cancelled (its handler interrupted),
         queued output is flushed, and outbound requests fail with -32000.
         """
+        self._new_event, self._new_scope = _backend_types()
         try:
             async with anyio.create_task_group() as outer:
                 outer.start_soon(self.output.run, self.close)
@@ -723,7 +741,10 @@ class Session:
             if type(result) is Deferred:
                 # Its effects happened in order; the answer comes when it is ready.
                 ctx._done = False
-                self._queue_job(result.handler, params, ctx, tg)
+                if result.hold is not None:
+                    self._hold_job(result.handler, result.hold, params, ctx, tg)
+                else:
+                    self._queue_job(result.handler, params, ctx, tg)
                 return
             reply = response(req.id, result)
         except JsonRpcError as exc:
@@ -733,10 +754,40 @@ class Session:
             reply = error_response(req.id, JsonRpcError(INTERNAL_ERROR, "Internal error"))
         self._reply(batch, reply)
 
+    def _hold_job(
+        self,
+        handler: RequestHandler,
+        hold: Callable[[Callable[[], None]], bool],
+        params: Any,
+        ctx: RequestContext,
+        tg: TaskGroup,
+    ) -> None:
+        """A request in flight whose handler is queued only once ``hold`` calls back
+        (:attr:`Deferred.hold`), or at once when it is cancelled or aborted first."""
+        self._in_flight[ctx.id] = ctx
+
+        def release() -> None:
+            if ctx._release is None:
+                return
+            ctx._release = None
+            if self._closing:
+                return  # the session's requests end with it, queued or not
+            self._take_job(handler, params, ctx, tg)
+
+        ctx._release = release
+        if not hold(release):
+            release()
+
     def _queue_job(
         self, handler: RequestHandler, params: Any, ctx: RequestContext, tg: TaskGroup
     ) -> None:
         self._in_flight[ctx.id] = ctx
+        self._take_job(handler, params, ctx, tg)
+
+    def _take_job(
+        self, handler: RequestHandler, params: Any, ctx: RequestContext, tg: TaskGroup
+    ) -> None:
+        """Hand a request in flight to a worker task (a parked one, or a new one)."""
         self._jobs.append((handler, params, ctx))
         if self._parked:
             self._ready += 1
@@ -753,82 +804,95 @@ class Session:
         tool) never holds up the ones behind it: each waits at most one scheduling
         round. Spawning an anyio task costs ~15-50 µs; handing a job to a ready worker
         costs ~1 µs, which is where the pipelined throughput comes from.
+
+        The requests run one after the other under one cancel scope of this task, a new
+        one only after a request cancelled or aborted ended the last: a handler runs
+        under a scope that only its own cancellation cancels, as with a scope of its
+        own, and entering and leaving an anyio scope per request cost more than the rest
+        of a quick request's dispatch.
         """
         self._ready -= 1
         jobs = self._jobs
         streak = 0
         while True:
-            if not jobs:
-                if len(self._parked) >= _MAX_PARKED_WORKERS:
-                    return
-                event = anyio.Event()
-                self._parked.append(event)
-                try:
-                    await event.wait()
-                except BaseException:
-                    if event in self._parked:
-                        self._parked.remove(event)
-                    elif event.is_set():
-                        self._ready -= 1  # woken for a job it will never take
-                    raise
-                self._ready -= 1
-                streak = 0
-                continue
-            handler, params, ctx = jobs.popleft()
-            if jobs and self._ready == 0:
-                self._ready += 1
-                tg.start_soon(self._worker, tg)
-            await self._run_request(handler, params, ctx)
-            streak += 1
-            if streak >= 64:  # let the reader and writer run during a long burst
-                streak = 0
-                await anyio.lowlevel.checkpoint()
+            current: RequestContext | None = None
+            try:
+                with self._new_scope() as scope:
+                    while True:
+                        if not jobs:
+                            if len(self._parked) >= _MAX_PARKED_WORKERS:
+                                return
+                            event = self._new_event()
+                            self._parked.append(event)
+                            try:
+                                await event.wait()
+                            except BaseException:
+                                if event in self._parked:
+                                    self._parked.remove(event)
+                                elif event.is_set():
+                                    self._ready -= 1  # woken for a job it will never take
+                                raise
+                            self._ready -= 1
+                            streak = 0
+                            continue
+                        handler, params, ctx = jobs.popleft()
+                        if jobs and self._ready == 0:
+                            self._ready += 1
+                            tg.start_soon(self._worker, tg)
+                        current = ctx
+                        ctx._scope = scope
+                        if ctx.cancelled_by is not None or ctx._abort_error is not None:
+                            scope.cancel()
+                        reply = await self._run_handler(handler, params, ctx)
+                        current = None
+                        self._finish_request(ctx, reply, caught=False)
+                        if scope.cancel_called:
+                            break  # its cancellation came too late to interrupt it
+                        streak += 1
+                        if streak >= 64:  # let the reader and writer run during a long burst
+                            streak = 0
+                            await anyio.lowlevel.checkpoint()
+            except BaseException:
+                if current is not None:
+                    self._request_ended(current)  # cancelled with the session: no answer
+                raise
+            if current is not None:
+                # Its cancellation (or abort) went through the handler and ended the scope.
+                self._finish_request(current, None, caught=scope.cancelled_caught)
 
-    async def _run_request(self, handler: RequestHandler, params: Any, ctx: RequestContext) -> None:
-        reply: dict[str, Any] | None = None
+    async def _run_handler(
+        self, handler: RequestHandler, params: Any, ctx: RequestContext
+    ) -> dict[str, Any] | None:
+        """The handler's answer to one request, as a reply (its result or its error); a
+        cancellation of the request's scope goes through (to :meth:`_worker`)."""
         try:
-            with anyio.CancelScope() as scope:
-                ctx._scope = scope
-                if ctx.cancelled_by is not None or ctx._abort_error is not None:
-                    scope.cancel()
-                try:
-                    result = await handler(params, ctx)
-                    reply = response(ctx.id, result)
-                except JsonRpcError as exc:
-                    reply = error_response(ctx.id, exc)
-                except anyio.get_cancelled_exc_class():
-                    if not is_stray_cancellation():
-                        raise
-                    log.exception(
-                        "%s: handler for %s raised a stray cancellation", self.name, ctx.method
-                    )
-                    reply = error_response(ctx.id, JsonRpcError(INTERNAL_ERROR, "Internal error"))
-                except Exception:
-                    log.exception("%s: handler for %s failed", self.name, ctx.method)
-                    reply = error_response(ctx.id, JsonRpcError(INTERNAL_ERROR, "Internal error"))
-            if ctx._committed and reply is not None:
-                pass  # the change was made: its answer is owed, cancelled or not
-            elif ctx._abort_error is not None and (reply is None or scope.cancelled_caught):
-                reply = error_response(ctx.id, ctx._abort_error)
-            elif ctx.cancelled_by == "lsp":
-                reply = error_response(ctx.id, JsonRpcError(REQUEST_CANCELLED, "Request cancelled"))
-            elif ctx.cancelled_by == "mcp":
-                reply = None  # MCP: nothing more is sent for a cancelled request
-        finally:
-            answered = ctx._answered  # settle() answered for it already
-            ctx._done = True
-            if ctx.progress_token is not None:
-                self.output.forget_lossy(ctx.progress_token)
-            if self._in_flight.get(ctx.id) is ctx:
-                del self._in_flight[ctx.id]
-            if ctx._batch is not None and not answered:
-                ctx._batch.outstanding -= 1
-            self._note_flight_change()
-            if ctx.on_done is not None:
-                try:
-                    ctx.on_done()
-                except Exception:
-                    log.exception("%s: on_done failed for %s", self.name, ctx.method)
+            result = await handler(params, ctx)
+            return response(ctx.id, result)
+        except JsonRpcError as exc:
+            return error_response(ctx.id, exc)
+        except anyio.get_cancelled_exc_class():
+            if not is_stray_cancellation():
+                raise
+            log.exception("%s: handler for %s raised a stray cancellation", self.name, ctx.method)
+            return error_response(ctx.id, JsonRpcError(INTERNAL_ERROR, "Internal error"))
+        except Exception:
+            log.exception("%s: handler for %s failed", self.name, ctx.method)
+            return error_response(ctx.id, JsonRpcError(INTERNAL_ERROR, "Internal error"))
+
+    def _finish_request(
+        self, ctx: RequestContext, reply: dict[str, Any] | None, *, caught: bool
+    ) -> None:
+        """Answer a request whose handler ended: with ``reply`` (None when a cancellation
+        went through it: ``caught``), unless its state says otherwise."""
+        if ctx._committed and reply is not None:
+            pass  # the change was made: its answer is owed, cancelled or not
+        elif ctx._abort_error is not None and (reply is None or caught):
+            reply = error_response(ctx.id, ctx._abort_error)
+        elif ctx.cancelled_by == "lsp":
+            reply = error_response(ctx.id, JsonRpcError(REQUEST_CANCELLED, "Request cancelled"))
+        elif ctx.cancelled_by == "mcp":
+            reply = None  # MCP: nothing more is sent for a cancelled request
+        answered = self._request_ended(ctx)
         if answered:
             return
         if ctx._batch is not None:
@@ -836,6 +900,25 @@ class Session:
             ctx._batch.flush_if_done()
         elif reply is not None:
             self._send_reply(reply)
+
+    def _request_ended(self, ctx: RequestContext) -> bool:
+        """A request's handler is over: it is no longer in flight. True when
+        :meth:`settle` answered for it already (its own reply is dropped)."""
+        answered = ctx._answered
+        ctx._done = True
+        if ctx.progress_token is not None:
+            self.output.forget_lossy(ctx.progress_token)
+        if self._in_flight.get(ctx.id) is ctx:
+            del self._in_flight[ctx.id]
+        if ctx._batch is not None and not answered:
+            ctx._batch.outstanding -= 1
+        self._note_flight_change()
+        if ctx.on_done is not None:
+            try:
+                ctx.on_done()
+            except Exception:
+                log.exception("%s: on_done failed for %s", self.name, ctx.method)
+        return answered
 
     def _dispatch_notification(self, note: Notification) -> None:
         method = note.method
@@ -900,4 +983,4 @@ class Session:
             return
         pending.result = resp.result
         pending.error = resp.error
-        pending.event.set()
+        pending.set()

@@ -163,6 +163,7 @@ class HostKernel:
         if arguments is None:
             raise JsonRpcError(INVALID_PARAMS, "'arguments' must be an object")
         ctx = ToolContext(rctx.id, name, self.env, channel)
+        rctx.on_cancel = ctx.cancelling
         channel.begin_work()
         try:
             return await self.pipeline.run(tool, IncomingCall(rctx.id, name, arguments), ctx)
@@ -228,6 +229,7 @@ class HostKernel:
         # A request that ends before its handler took the call (cancelled, or the
         # connection closed) gives it up.
         rctx.on_done = flight.give_up
+        rctx.on_cancel = ctx.cancelling
         return Prepared(tool, call, ctx, checked.arguments, kwargs)
 
     async def execute_early(self, early: Prepared) -> dict[str, Any]:

@@ -397,7 +397,11 @@ class HostServer:
         if early is None:
             return self._call_job
         started: Prepared = early
-        return Deferred(lambda: self.kernel.execute_early(started))
+        flight = early.ctx.early
+        # Its task is started only once the worker's answer is in (or the call ends
+        # otherwise), so it runs once, not once to wait and once more to answer.
+        hold = flight.when_answered if flight is not None else None
+        return Deferred(lambda: self.kernel.execute_early(started), hold=hold)
 
     async def _tools_call_batch(self, params: Any, rctx: RequestContext) -> dict[str, Any]:
         return await self.kernel.tools_call_batch(params, rctx, LegacyChannel(rctx, self))

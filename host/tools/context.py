@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio.from_thread
@@ -34,6 +34,11 @@ class EarlyStart(Protocol):
         """Stop the call if nobody took it over (no-op once taken or ended)."""
         ...
 
+    def when_answered(self, callback: Callable[[], None]) -> bool:
+        """Have ``callback()`` called once the worker's answer is in (or waiting for it
+        is over otherwise); False when that is so already (or unknowable)."""
+        ...
+
 
 class ToolContext:
     """Injected into a handler parameter annotated ``ToolContext``; never in the schema.
@@ -52,6 +57,7 @@ class ToolContext:
         "channel",
         "early",
         "env",
+        "on_cancel",
         "timeout",
         "timeout_scope",
         "tool_name",
@@ -75,9 +81,22 @@ class ToolContext:
         self.early: EarlyStart | None = None
         """The call already sent to a worker for this context (``Tool.early_start``), which
         the worker's handler takes over (setting this back to None); None otherwise."""
+        self.on_cancel: Callable[[], None] | None = None
+        """Set by whatever runs the call outside the host's event loop (a worker pool):
+        called by :meth:`cancelling` at the moment the call's request is cancelled, before
+        the handler hears of it; None otherwise."""
         self.timeout_scope: anyio.CancelScope | None = None
         """The executor's timeout for this call (set by ``toolwire.host.calls``), which
         :meth:`commit` lifts; None when the host applies none."""
+
+    def cancelling(self) -> None:
+        """The call's request was just cancelled (or aborted): tell what runs it
+        elsewhere (:attr:`on_cancel`) now, synchronously, so that nothing new is sent
+        where the call may still be running (:attr:`RequestContext.on_cancel
+        <toolwire.inbound.RequestContext.on_cancel>`). Called at most once takes effect."""
+        callback, self.on_cancel = self.on_cancel, None
+        if callback is not None:
+            callback()
 
     def commit(self) -> bool:
         """Call just before the change a mutating tool cannot take back (the rename of a

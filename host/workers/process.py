@@ -967,6 +967,7 @@ class _Flight:
         "outbound",
         "pool",
         "ref",
+        "stopped",
         "taken",
         "worker",
     )
@@ -980,11 +981,33 @@ class _Flight:
         self.began = time.monotonic()
         self.taken = False
         self.ended = False
+        self.stopped = False  # stopping() counts it in its worker's ``unsettled``
 
     def give_up(self) -> None:
         """:class:`~toolwire.host.tools.context.EarlyStart`: the request of an early call
         ended before its handler took it (:meth:`WorkerPool.release`)."""
         self.pool.release(self)
+
+    def stopping(self) -> None:
+        """:attr:`ToolContext.on_cancel <toolwire.host.tools.context.ToolContext.on_cancel>`:
+        the call's request was just cancelled. Its worker takes no new call from this
+        moment (counted in ``unsettled`` until the flight ends, by which time the
+        cancellation's own settling holds it, :meth:`WorkerPool._finish` and
+        :meth:`WorkerPool.release`): the handler hears of the cancellation only a few
+        event-loop turns later, and a call read meanwhile must not be sent where the
+        cancelled one may still run."""
+        if self.ended or self.stopped:
+            return
+        self.stopped = True
+        self.worker.unsettled += 1
+
+    def when_answered(self, callback: Callable[[], None]) -> bool:
+        """:class:`~toolwire.host.tools.context.EarlyStart`: ``callback()`` once the
+        worker's answer is in (:meth:`OutboundRequest.when_answered`); False when it is
+        already, or the request was never sent."""
+        if self.outbound is None or self.error is not None:
+            return False
+        return self.outbound.when_answered(callback)
 
 
 def _check_due(worker: WorkerProcess, calls: int = 0) -> bool:

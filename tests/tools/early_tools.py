@@ -55,6 +55,19 @@ async def steps(n: int, ctx: ToolContext) -> str:
     return f"{n} steps"
 
 
+@tool
+async def linger(path: str) -> str:
+    """Write "started" to the file at path, sleep 60 s; a cancellation appends
+    " cancelled" before it ends the call."""
+    Path(path).write_text("started")
+    try:
+        await anyio.sleep(60)
+    except anyio.get_cancelled_exc_class():
+        _append(path, " cancelled")
+        raise
+    return "slept"
+
+
 @tool(timeout=0.3)
 async def overstay() -> str:
     """Sleep far past its 0.3 s timeout."""

@@ -10,6 +10,7 @@ attempt with ``--isolation none``, where the old in-process behaviour shows.
 
 from __future__ import annotations
 
+import json
 import os
 import queue
 import re
@@ -151,6 +152,32 @@ def test_a_client_cancellation_of_a_stuck_handler(tmp_path: Path) -> None:
         # MCP: a cancelled request gets no response
         stray = [m for m in h.drain() if isinstance(m, dict) and m.get("id") == "stuck"]
         assert stray == []
+
+
+def test_a_call_read_with_a_cancellation_avoids_the_worker_still_running_it(
+    tmp_path: Path,
+) -> None:
+    """A call that arrives in the same read as the cancellation of a stuck one (before
+    the stuck call's handler could hear of it) must not be sent to the stuck call's
+    worker, which is about to be killed: it goes to a new worker and is answered."""
+    with worker_host(tmp_path, "process", ["--workers", "1"]) as h:
+        before = _worker_id(h)
+        h.send(call_msg("stuck", "spin_forever", {}, token="t"))
+        _started(h, "t")
+        cancel = {
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": "stuck", "reason": "user"},
+        }
+        h.send_raw(
+            json.dumps(cancel).encode()
+            + b"\n"
+            + json.dumps(call_msg("next", "hello", {})).encode()
+            + b"\n"
+        )
+        r = h.recv_response("next", timeout=PROMPT)["result"]
+        assert r == {"content": [{"type": "text", "text": "hello world"}]}, r
+        assert _worker_id(h) != before
 
 
 def test_control_an_async_busy_loop_blocks_the_host_without_isolation(tmp_path: Path) -> None:

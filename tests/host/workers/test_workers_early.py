@@ -160,6 +160,30 @@ def test_a_call_cancelled_as_it_is_read_stops_in_its_worker(tmp_path: Path) -> N
         assert text_of(h.call("quick")) == "ok"
 
 
+def test_a_call_cancelled_while_its_worker_runs_it_stops_there(tmp_path: Path) -> None:
+    """An early call's request waits in the host for its worker's answer without a task
+    of its own; the client's cancellation still reaches the worker at once."""
+    marker = tmp_path / "linger.txt"
+    with early_host(tmp_path) as h:
+        h.send_raw(
+            b'{"jsonrpc":"2.0","id":"m","method":"tools/call","params":{"name":"linger",'
+            b'"arguments":{"path":' + json.dumps(str(marker)).encode() + b"}}}\n"
+        )
+        deadline = time.monotonic() + 30
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert marker.exists(), h.stderr
+        h.notify("notifications/cancelled", {"requestId": "m", "reason": "no longer needed"})
+        # Well before the handler's 60 s sleep would end.
+        while "cancelled" not in marker.read_text() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert marker.read_text() == "started cancelled\n", h.stderr
+        assert text_of(h.call("quick", timeout=60)) == "ok"
+        assert _early_lines(h, "linger") == 1, h.stderr
+        leftovers = [m for m in h.drain() if isinstance(m, dict) and m.get("id") == "m"]
+        assert leftovers == []  # MCP: nothing is sent for a cancelled request
+
+
 _RELOADED = '''from pathlib import Path
 from toolwire.host import tool{imports}
 
