@@ -62,14 +62,20 @@ class Server:
     framing: str  # "ndjson" or "lsp"
     many_argv: list[str] | None = None  # the same server with the 2,000-tool set
     builtins_argv: list[str] | None = None  # toolwire's default host: its 7 built-in tools
-    kind: str = "mcp"  # "workers", "inproc" or "mcp"
+    kind: str = "mcp"  # "workers", "inproc", "mcp" or "raw"
 
 
 WORKERS = "toolwire workers"
 BEFORE = "toolwire workers, before"
 """The ``--baseline`` contender: the workers column of another checkout's interpreter."""
 INPROC = "toolwire in-process"
+INPROC_BEFORE = "toolwire in-process, before"
+"""The ``--baseline`` contender's in-process column."""
 MCP = "MCP SDK MCPServer"
+RAW = "raw asyncio/orjson"
+"""The limit: bench/servers/raw_stdio.py, a plain asyncio echo server, same framing."""
+RAW_SCENARIOS = ("cold start", "sequential echo", "sequential sync echo", "pipelined echo")
+"""The scenarios the raw server runs (it serves echo and echo_sync only)."""
 
 ROOT = Path(tempfile.gettempdir())
 """The toolwire servers' --root (a scratch directory made by main()): the marker files of
@@ -91,8 +97,9 @@ def toolwire_argv(
 
 
 def make_servers(baseline: str | None = None) -> list[Server]:
-    """The three contenders (their argv name ROOT, so this runs once ROOT is set), and
-    with ``baseline`` (another checkout's python) a fourth: its workers."""
+    """The four contenders (their argv name ROOT, so this runs once ROOT is set), and
+    with ``baseline`` (another checkout's python) two more: its workers and its
+    in-process host."""
     extra = []
     if baseline:
         extra.append(
@@ -103,6 +110,16 @@ def make_servers(baseline: str | None = None) -> list[Server]:
                 toolwire_argv("process", "toolwire_many.py", python=baseline),
                 toolwire_argv("process", None, python=baseline),
                 "workers",
+            )
+        )
+        extra.append(
+            Server(
+                INPROC_BEFORE,
+                toolwire_argv("none", "toolwire_tools.py", python=baseline),
+                "ndjson",
+                toolwire_argv("none", "toolwire_many.py", python=baseline),
+                toolwire_argv("none", None, python=baseline),
+                "inproc",
             )
         )
     return [
@@ -130,6 +147,7 @@ def make_servers(baseline: str | None = None) -> list[Server]:
             # MCPServer derives schemas from signatures; raw schemas need the SDK's low-level Server.
             [PY, str(HERE / "servers" / "mcp_many.py")],
         ),
+        Server(RAW, [PY, str(HERE / "servers" / "raw_stdio.py")], "ndjson", kind="raw"),
     ]
 
 
@@ -812,6 +830,8 @@ async def bench_all(
         print(f"  {name} ({n} rounds)", file=sys.stderr, flush=True)
         for _ in range(n):
             for srv in servers:
+                if srv.kind == "raw" and name not in RAW_SCENARIOS:
+                    continue
                 for key, value in (await scenario(srv)).items():
                     samples[srv.label].setdefault(key, []).append(value)
     results = {
@@ -825,6 +845,24 @@ async def bench_all(
                 results[label][f"{key}_max"] = max(rounds_of[key])
     w = results.get(WORKERS, {})
     ws, is_, ms = (samples.get(label, {}) for label in (WORKERS, INPROC, MCP))
+    rs, ibs = samples.get(RAW, {}), samples.get(INPROC_BEFORE, {})
+    i = results.get(INPROC, {})
+    # Issue 26: in-process against the raw limit, and (with --baseline) against itself.
+    for key, name in (
+        ("seq_p50_ms", "seq_p50_ms"),
+        ("seq_sync_p50_ms", "seq_sync_p50_ms"),
+        ("pipelined_per_s", "pipelined"),
+    ):
+        paired = _paired(is_.get(key), rs.get(key))
+        if paired is not None:
+            i[f"{key}_vs_raw"] = paired
+        paired = _paired(is_.get(key), ibs.get(key))
+        if paired is not None:
+            i[f"{name}_vs_before"] = paired
+    for key in ("seq_p50_ms", "pipelined_per_s"):
+        paired = _paired(ws.get(key), rs.get(key))
+        if paired is not None:
+            w[f"{key}_vs_raw"] = paired
     # Ratios between servers are taken round by round (the servers ran one after the
     # other within a round, so a machine whose speed drifts affects both sides of each
     # pair alike), and the median of those is reported.
@@ -926,14 +964,25 @@ ROWS: list[tuple[str, str, str]] = [
     ("restart_after_crash_fork_ms_vs_before", "… worker ÷ worker before, paired (×)", "lower"),
     ("worker_ready_ms_vs_before", "worker ready: worker ÷ worker before, paired (×)", "lower"),
     ("seq_p50_ms", "sequential echo p50 (ms)", "lower"),
-    ("seq_p50_ms_vs_before", "sequential echo p50: worker ÷ worker before, paired (×)", "lower"),
+    ("seq_p50_ms_vs_before", "sequential echo p50: ÷ the same column before, paired (×)", "lower"),
     ("seq_p50_ms_vs_inproc", "sequential echo p50: worker ÷ in-process, paired (×)", "lower"),
     ("seq_p50_ms_vs_mcp", "sequential echo p50: worker ÷ MCPServer, paired (×)", "lower"),
+    ("seq_p50_ms_vs_raw", "sequential echo p50: ÷ raw asyncio/orjson, paired (×)", "lower"),
     ("seq_p99_ms", "sequential echo p99 (ms)", "lower"),
     ("seq_sync_p50_ms", "sequential echo, sync handler, p50 (ms)", "lower"),
     (
         "seq_sync_p50_ms_vs_inproc",
         "sequential sync echo p50: worker ÷ in-process, paired (×)",
+        "lower",
+    ),
+    (
+        "seq_sync_p50_ms_vs_raw",
+        "sequential sync echo p50: ÷ raw asyncio/orjson, paired (×)",
+        "lower",
+    ),
+    (
+        "seq_sync_p50_ms_vs_before",
+        "sequential sync echo p50: ÷ the same column before, paired (×)",
         "lower",
     ),
     ("seq_sync_p99_ms", "sequential echo, sync handler, p99 (ms)", "lower"),
@@ -942,7 +991,8 @@ ROWS: list[tuple[str, str, str]] = [
     ("pipelined_per_s", "5000 pipelined echo calls (calls/s)", "higher"),
     ("pipelined_vs_inproc", "pipelined echo: worker ÷ in-process, paired (×)", "higher"),
     ("pipelined_vs_mcp", "pipelined echo: worker ÷ MCPServer, paired (×)", "higher"),
-    ("pipelined_vs_before", "pipelined echo: worker ÷ worker before, paired (×)", "higher"),
+    ("pipelined_vs_before", "pipelined echo: ÷ the same column before, paired (×)", "higher"),
+    ("pipelined_per_s_vs_raw", "pipelined echo: ÷ raw asyncio/orjson, paired (×)", "higher"),
     ("sleeps_20x200ms_ms", "20 concurrent 200 ms sleeps, wall (ms)", "lower"),
     ("echo_with_5_blocking_ms", "echo p50 with 5 sync calls blocking (ms)", "lower"),
     ("echo_with_39_blocking_ms", "echo p50 with 39 sync calls blocking (ms)", "lower"),
