@@ -423,8 +423,8 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "cancel/commit: a cancellation interrupts a committed call",
         "toolwire/inbound.py",
-        "        if self._scope is not None and not self._committed:\n            self._scope.cancel()",
-        "        if self._scope is not None:\n            self._scope.cancel()",
+        "        self.cancelled_by = dialect\n        if self._committed:\n            return\n",
+        "        self.cancelled_by = dialect\n",
         (COMMIT_TESTS,),
     ),
     Mutant(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -267,7 +268,10 @@ async def test_captured_stderr_is_drained(tmp_path: Path) -> None:
     assert res.text == "written"
     assert "printed at import" not in c.stderr_output  # only the last 1 MiB is kept
     assert len(c.stderr_output) <= 1024 * 1024
-    assert c.stderr_output.endswith("x\n")
+    # The host's own stderr pump may have dropped a burst the reader was too slow for
+    # (a loaded machine): it then says so in a line of its own, after the last bytes.
+    text = re.sub(r"\[toolwire: \d+ bytes of stderr dropped[^\n]*\]\n\Z", "", c.stderr_output)
+    assert text.endswith("x\n"), c.stderr_output[-300:]
 
 
 # --------------------------------------------------------------------------- closing
