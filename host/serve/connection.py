@@ -37,7 +37,8 @@ from ..tools.definition import ToolDefinitionError
 from ..tools.loading import entry_point_names, load_entry_points, load_tools
 from ..tools.registry import Registry
 from ..workers.listcache import DefinitionCache
-from ..workers.pool import ModuleSpec, Workers, WorkerStartError
+from ..workers.manager import Workers
+from ..workers.pool import ModuleSpec, WorkerStartError
 from .inputs_collect import check_configured_bwrap, collect
 from .options import HostConfig, StartupError
 

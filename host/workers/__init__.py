@@ -1,5 +1,5 @@
-"""Tool modules in worker processes: the host's side (:mod:`.pool`: a
-:class:`WorkerPool` per module, :class:`Workers` for all of them; :mod:`.process`, one
+"""Tool modules in worker processes: the host's side (:mod:`.pool`, a
+:class:`WorkerPool` per module; :mod:`.manager`, :class:`Workers` for all of them; :mod:`.process`, one
 worker process; :mod:`.remote`, a module's files and the stand-ins for its tools and
 hooks; :mod:`.template`, :mod:`.health`) and the child's side (:mod:`.worker`, the entry point, and
 :mod:`._workerside`), with what the two say to each other (:mod:`.workerwire`) and the
@@ -32,6 +32,7 @@ __getattr__ = lazy_exports(
     __name__,
     {
         **dict.fromkeys(__all__, ".pool"),
+        "Workers": ".manager",
         **dict.fromkeys(
             ("START_TIMEOUT", "STOP_GRACE", "ModuleSpec", "WorkerStartError"), ".process"
         ),
@@ -39,12 +40,12 @@ __getattr__ = lazy_exports(
 )
 
 if TYPE_CHECKING:
+    from .manager import Workers
     from .pool import (
         RESTART_BACKOFF,
         START_TIMEOUT,
         STOP_GRACE,
         ModuleSpec,
         WorkerPool,
-        Workers,
         WorkerStartError,
     )
