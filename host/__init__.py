@@ -58,7 +58,7 @@ Errors, by when they happen (and so who sees them):
      tool (-32602), a cancelled request.
    * ``ProtocolFailure`` (``toolwire.host.tools.results``): a call that must fail as a JSON-RPC
      error (a worker process that could not encode its result: -32603).
-   * ``AuthFailure`` (``toolwire.host.serve.httpauth``, ``serve --http``): HTTP 401/403 before
+   * ``AuthFailure`` (``toolwire.host.serve.http.auth``, ``serve --http``): HTTP 401/403 before
      any JSON-RPC is read.
 
 ``UnsupportedSchema`` (``toolwire.host.schema``) never leaves the host: a schema the

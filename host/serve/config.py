@@ -9,7 +9,7 @@ its own, so files a tool writes cannot reconfigure the next host). Tables:
 * ``[sandbox]``: see :class:`toolwire.host.sandbox.SandboxSettings`;
 * ``[approval]``: ``policy`` (a list of tool names, ``"destructive"`` or ``"all"``) and
   ``timeout`` (seconds);
-* ``[http]``: serve Streamable HTTP (:mod:`toolwire.host.serve.httpconfig`);
+* ``[http]``: serve Streamable HTTP (:mod:`toolwire.host.serve.http.config`);
 * ``[workers]``: ``start`` (``"fork"``, the default on Linux, or ``"spawn"``: ``--worker-start``),
   ``list_cache`` (``true``, the default; ``false``: ``--no-list-cache``);
 * ``[network]``: the egress policy of sandboxed processes (``allow``, ``resolve``,
@@ -17,7 +17,7 @@ its own, so files a tool writes cannot reconfigure the next host). Tables:
 * ``[secrets.NAME]``: ``env`` or ``file``, and ``hosts``: credentials the egress proxy
   substitutes for placeholders (:mod:`toolwire.host.sandbox.egress.credentials`);
 * ``[fleet]``: ``state_keys``, ``audience``, ``bus`` — ``--state-keys``, ``--audience``,
-  ``--bus`` (:mod:`toolwire.host.serve.fleet`).
+  ``--bus`` (:mod:`toolwire.host.serve.http.fleet`).
 
 The whole file is checked against a schema (:func:`config_schema`, pydantic) before any
 of it is used: unknown tables and keys are errors, and types are strict — a string
@@ -110,7 +110,7 @@ def config_schema() -> Any:
                 f"such string, not {_toml_type(value)}"
             )
 
-    class OAuthTable(BaseModel):  # toolwire.host.serve.httpconfig.OAuthSettings
+    class OAuthTable(BaseModel):  # toolwire.host.serve.http.config.OAuthSettings
         model_config = strict
         issuer: str
         jwks: str
@@ -119,7 +119,7 @@ def config_schema() -> Any:
         tool_scopes: dict[str, list[str]] = {}
         algorithms: list[str] = []
 
-    class HttpTable(BaseModel):  # toolwire.host.serve.httpconfig.HttpSettings
+    class HttpTable(BaseModel):  # toolwire.host.serve.http.config.HttpSettings
         model_config = strict
         listen: str | None = None
         token_file: str | None = None
@@ -186,7 +186,7 @@ def config_schema() -> Any:
                 )
         return value
 
-    class FleetTable(BaseModel):  # toolwire.host.serve.fleet.FleetSettings
+    class FleetTable(BaseModel):  # toolwire.host.serve.http.fleet.FleetSettings
         model_config = strict
         state_keys: str | None = None
         audience: str | None = None

@@ -17,14 +17,14 @@ from toolwire.framing import DEFAULT_MAX_MESSAGE_SIZE
 
 from ..sandbox.settings import SandboxSettings
 from .config import ConfigError, key_line, load_config_file
-from .fleet import (
+from .http.config import HttpSettings, add_http_arguments, http_settings_from
+from .http.fleet import (
     FleetSettings,
     add_fleet_arguments,
     check_key_ring_outside,
     check_secret_outside_root,
     fleet_settings_from,
 )
-from .httpconfig import HttpSettings, add_http_arguments, http_settings_from
 
 __all__ = [
     "DEFAULT_WORKER_START",
@@ -92,9 +92,9 @@ class HostConfig:
         config_file: the ``--config`` file the settings were read from (None: none);
             a host input (:mod:`toolwire.host.sandbox.inputs`).
         http: serve Streamable HTTP with these settings instead of stdio (None: stdio;
-            :mod:`toolwire.host.serve.httpconfig`).
+            :mod:`toolwire.host.serve.http.config`).
         fleet: what HTTP replicas of one fleet share: the ``requestState`` key ring,
-            the audience, the change bus (:mod:`toolwire.host.serve.fleet`).
+            the audience, the change bus (:mod:`toolwire.host.serve.http.fleet`).
     """
 
     root: Path = field(default_factory=Path.cwd)

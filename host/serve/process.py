@@ -134,7 +134,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         if notice := inputs.notice(config.root):
             print(f"toolwire serve: {notice}", file=sys.stderr, flush=True)
         if config.http is not None:
-            from .http import serve_http
+            from .http.app import serve_http
 
             code = anyio.run(
                 functools.partial(serve_http, sandbox=sandbox, inputs=inputs),

@@ -72,7 +72,7 @@ class InputNeeded(Exception):
 
 class StateSigner:
     """Signs and checks ``requestState`` with HMAC-SHA256 under a random per-host key,
-    or under a key ring shared by a fleet of hosts (``--state-keys``, :mod:`.fleet`).
+    or under a key ring shared by a fleet of hosts (``--state-keys``, :mod:`toolwire.host.serve.http.fleet`).
 
     A state is ``BASE64URL(JSON payload) "." BASE64URL(MAC)``. With the random key, which
     lives only in the host's memory, a state is valid only for the host process that

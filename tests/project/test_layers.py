@@ -181,6 +181,40 @@ def test_serve_starts_the_host_without_loading_the_client(tmp_path: Path) -> Non
     imported = {line.rpartition("|")[2].strip() for line in out.stderr.splitlines() if "|" in line}
     assert "toolwire.host.sandbox.importpath" in imported
     assert not {m for m in imported if m.startswith("toolwire.client")}
+    # The options read the [http] and fleet settings; the HTTP application is not loaded.
+    assert "toolwire.host.serve.http.config" in imported
+    assert "toolwire.host.serve.http.app" not in imported
+
+
+MAX_MODULE_LINES = 1100
+"""Issue 23: a module longer than this is a house of its own, to be split by concern."""
+
+
+def test_no_module_is_over_the_size_limit() -> None:
+    sizes = {
+        str(path.relative_to(REPO)): len(path.read_text().splitlines())
+        for folder in ("toolwire", "host", "client")
+        for path in (REPO / folder).rglob("*.py")
+    }
+    assert sizes, "no modules found"
+    assert {p: n for p, n in sizes.items() if n > MAX_MODULE_LINES} == {}
+
+
+def test_a_worker_pool_never_imports_what_owns_it() -> None:
+    """host/workers: :mod:`.manager` (all pools) imports :mod:`.pool`, never the other
+    way; a pool sees its owner through the ``PoolOwner`` protocol."""
+    tree = ast.parse((REPO / "host" / "workers" / "pool.py").read_text())
+    imported = {
+        node.module or ""
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.level >= 1
+    }
+    assert "pool" in {
+        node.module
+        for node in ast.walk(ast.parse((REPO / "host" / "workers" / "manager.py").read_text()))
+        if isinstance(node, ast.ImportFrom)
+    }
+    assert "manager" not in imported
 
 
 def test_the_host_start_up_is_in_no_circle() -> None:

@@ -15,15 +15,15 @@ How requests are served (protocol.md §12 has the statuses and examples):
   ``Mcp-Name`` must match the body (400 + -32020). Closing the response is the
   cancellation. A request that can produce nothing but its answer (no progress token,
   no log level, not ``subscriptions/listen``) is served directly in its own task
-  (:mod:`toolwire.host.serve.http_direct`); the others get a
+  (:mod:`toolwire.host.serve.http.direct`); the others get a
   :class:`~toolwire.session.Session` of their own over in-memory streams, answered as
   JSON or SSE.
 * **2025-11-25** (``initialize``, then ``Mcp-Session-Id``): one host server and one
   Session per HTTP session, exactly like one stdio connection; GET opens the session's
-  stream, DELETE ends it, idle sessions expire (:mod:`toolwire.host.serve.http_legacy`).
+  stream, DELETE ends it, idle sessions expire (:mod:`toolwire.host.serve.http.legacy`).
 
 The plumbing both share (headers, refusals, Host/Origin checks, JSON and SSE answers) is
-:mod:`toolwire.host.serve.http_wire`.
+:mod:`toolwire.host.serve.http.wire`.
 
 Security (SECURITY.md): ``Host`` and ``Origin`` are checked against allowlists on every
 request (421 / 403); a static bearer token is compared in constant time (401 with
@@ -49,19 +49,30 @@ from toolwire.modern import DISCOVER, LISTEN, NAMED_BY_HEADER, is_modern_request
 from toolwire.session import Session
 from toolwire.streams import MemoryReceiveStream
 
-from ..calls.approval import ApprovalPolicy
-from ..calls.executor import Executor
-from ..methods.server import HostServer
-from ..sandbox.bubblewrap import Sandbox
-from ..sandbox.env import ExecEnv
-from ..sandbox.inputs import HostInputs, activate, deactivate
-from ..sandbox.probe import resolve_sandbox
-from ..tools.registry import Registry
+from ...calls.approval import ApprovalPolicy
+from ...calls.executor import Executor
+from ...methods.server import HostServer
+from ...sandbox.bubblewrap import Sandbox
+from ...sandbox.env import ExecEnv
+from ...sandbox.inputs import HostInputs, activate, deactivate
+from ...sandbox.probe import resolve_sandbox
+from ...tools.registry import Registry
+from ..connection import _load_modules, build_registry, describe, start_workers
+from ..inputs_collect import check_configured_bwrap, collect
+from ..options import HostConfig, StartupError
+from .auth import (
+    Authenticator,
+    AuthFailure,
+    Principal,
+    PrincipalSigner,
+    current_principal,
+    metadata_path,
+)
 from .bus import open_bus, relaying
-from .connection import _load_modules, build_registry, describe, start_workers
-from .http_direct import answer_direct, direct_session, goes_direct
-from .http_legacy import _LegacyLeg, _LegacySession
-from .http_wire import (
+from .config import LOOPBACK_NAMES, HttpSettings
+from .direct import answer_direct, direct_session, goes_direct
+from .legacy import _LegacyLeg, _LegacySession
+from .wire import (
     HEADER_MISMATCH,
     LEGACY_PROTOCOL_VERSIONS,
     Receive,
@@ -80,17 +91,6 @@ from .http_wire import (
     _Refusal,
     _send_json,
 )
-from .httpauth import (
-    Authenticator,
-    AuthFailure,
-    Principal,
-    PrincipalSigner,
-    current_principal,
-    metadata_path,
-)
-from .httpconfig import LOOPBACK_NAMES, HttpSettings
-from .inputs_collect import check_configured_bwrap, collect
-from .options import HostConfig, StartupError
 
 __all__ = [
     "HEADER_MISMATCH",

@@ -26,8 +26,8 @@ import anyio.to_thread
 
 from toolwire.errors import INVALID_PARAMS, JsonRpcError
 
-from ..tools.rounds import StateSigner
-from .httpconfig import HttpSettings, OAuthSettings
+from ...tools.rounds import StateSigner
+from .config import HttpSettings, OAuthSettings
 
 __all__ = [
     "AuthFailure",

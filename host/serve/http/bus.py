@@ -38,9 +38,9 @@ from anyio.streams.memory import MemoryObjectSendStream
 
 from toolwire import _json
 
-from ..tools.registry import Registry
+from ...tools.registry import Registry
+from ..options import StartupError
 from .fleet import parse_bus_url
-from .options import StartupError
 
 __all__ = ["TOOLS", "ChangeBus", "LocalBus", "RedisBus", "open_bus", "relaying"]
 
@@ -120,7 +120,7 @@ class RedisBus(ChangeBus):
         url: ``redis://HOST:PORT/DB``.
 
     Raises:
-        ValueError: a URL of another shape (:func:`~toolwire.host.serve.fleet.parse_bus_url`).
+        ValueError: a URL of another shape (:func:`~toolwire.host.serve.http.fleet.parse_bus_url`).
     """
 
     def __init__(self, url: str) -> None:

@@ -16,7 +16,7 @@ replica issues the others must accept (issue 25; mcp-http.md §2.7-2.8):
   OAuth resource (the ``aud`` an access token must carry, RFC 8707). Without it the
   audience is the OAuth resource, else the endpoint URL of the bind.
 * ``--bus URL`` (``[fleet] bus``): the change bus between replicas
-  (:mod:`toolwire.host.serve.bus`), ``redis://HOST:PORT/DB``; without it a replica tells its
+  (:mod:`toolwire.host.serve.http.bus`), ``redis://HOST:PORT/DB``; without it a replica tells its
   listeners only of its own changes.
 
 Standard library only, like :mod:`toolwire.host.serve.options`, which calls

@@ -27,9 +27,12 @@ from toolwire.errors import INTERNAL_ERROR, INVALID_REQUEST
 from toolwire.messages import is_valid_id
 from toolwire.streams import MemoryReceiveStream
 
-from ..methods.server import HostServer
-from ..tools.registry import Registry
-from .http_wire import (
+from ...methods.server import HostServer
+from ...tools.registry import Registry
+from ..options import HostConfig
+from .auth import Principal
+from .config import HttpSettings
+from .wire import (
     Receive,
     Send,
     _answer,
@@ -42,9 +45,6 @@ from .http_wire import (
     _resume,
     _send_json,
 )
-from .httpauth import Principal
-from .httpconfig import HttpSettings
-from .options import HostConfig
 
 __all__: list[str] = []
 

@@ -1,6 +1,6 @@
 """Fleet settings and the change bus in process (issue 25 points 1 and 2): the key ring
 file, ``[fleet]`` in ``toolwire.toml``, the signer's ring and audience, and
-:class:`~toolwire.host.serve.bus.RedisBus` against a real redis-server (tests/redis_support.py).
+:class:`~toolwire.host.serve.http.bus.RedisBus` against a real redis-server (tests/redis_support.py).
 The replicas themselves are driven in tests/host/serve/test_http_fleet.py."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from typing import Any
 
 import anyio
 import pytest
-from toolwire.host.serve.bus import TOOLS, LocalBus, RedisBus
 from toolwire.host.serve.config import ConfigError
-from toolwire.host.serve.fleet import parse_bus_url, read_key_ring
+from toolwire.host.serve.http.bus import TOOLS, LocalBus, RedisBus
+from toolwire.host.serve.http.fleet import parse_bus_url, read_key_ring
 from toolwire.host.serve.options import build_parser, config_from_args
 from toolwire.host.tools.rounds import StateSigner
 

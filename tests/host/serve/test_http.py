@@ -285,7 +285,7 @@ def test_legacy_sse_stream_resumes_with_last_event_id(host: HttpHost, tmp_path: 
 def test_legacy_sse_resume_keeps_a_bounded_tail(host: HttpHost) -> None:
     """A resumable stream keeps only its last KEPT_EVENTS messages for replay: a resume
     from an older event is refused (400), one from the oldest kept replays them all."""
-    from toolwire.host.serve.http_wire import KEPT_EVENTS
+    from toolwire.host.serve.http.wire import KEPT_EVENTS
 
     sid = open_session(host)
     n = KEPT_EVENTS + 40

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 from toolwire.host.serve.http import HttpHost, create_app
-from toolwire.host.serve.httpconfig import HttpSettings
+from toolwire.host.serve.http.config import HttpSettings
 from toolwire.host.serve.options import HostConfig
 
 from tests.http_support import HTTP_TOOLS, modern_request

@@ -173,7 +173,7 @@ def test_ipv6_loopback_listen(tmp_path: Path, value: str) -> None:
 def test_a_token_file_others_can_read_is_warned_about(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from toolwire.host.serve.httpconfig import read_token_file
+    from toolwire.host.serve.http.config import read_token_file
 
     token = tmp_path / "token"
     token.write_text("s3cret\n")
