@@ -44,7 +44,7 @@ class Mutant:
 
     Attributes:
         name: a short unique name.
-        path: the file, relative to the checkout (e.g. ``host/sandbox/seccomp.py``).
+        path: the file, relative to the checkout (e.g. ``host/sandbox/linux/seccomp.py``).
         old: text occurring exactly once in that file.
         new: what replaces it (one line's change).
         tests: pytest node ids (relative to the checkout) that must fail.
@@ -119,49 +119,49 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         "seccomp: a call through another architecture is allowed",
-        "host/sandbox/seccomp.py",
+        "host/sandbox/linux/seccomp.py",
         'emit(_JEQ_K, _AUDIT_ARCH[machine], None, "kill")',
         "emit(_JEQ_K, _AUDIT_ARCH[machine], None, None)",
         SECCOMP_TESTS,
     ),
     Mutant(
         "seccomp: the x32 ABI is allowed",
-        "host/sandbox/seccomp.py",
+        "host/sandbox/linux/seccomp.py",
         'emit(_JGE_K, _X32_SYSCALL_BIT, "kill", None)',
         "emit(_JGE_K, _X32_SYSCALL_BIT, None, None)",
         SECCOMP_TESTS,
     ),
     Mutant(
         "seccomp: clone3 is allowed",
-        "host/sandbox/seccomp.py",
+        "host/sandbox/linux/seccomp.py",
         'emit(_JEQ_K, _number("clone3", machine) or 0, "enosys", None)',
         'emit(_JEQ_K, _number("clone3", machine) or 0, "allow", None)',
         SECCOMP_TESTS,
     ),
     Mutant(
         "seccomp: clone with namespace flags is allowed",
-        "host/sandbox/seccomp.py",
+        "host/sandbox/linux/seccomp.py",
         'emit(_JSET_K, _CLONE_NAMESPACES, "eperm", "allow")',
         'emit(_JSET_K, _CLONE_NAMESPACES, "allow", "allow")',
         SECCOMP_TESTS,
     ),
     Mutant(
         "seccomp: CLONE_NEWIPC is not a namespace flag",
-        "host/sandbox/seccomp.py",
+        "host/sandbox/linux/seccomp.py",
         "    | 0x08000000  # CLONE_NEWIPC",
         "    | 0  # CLONE_NEWIPC",
         SECCOMP_TESTS,
     ),
     Mutant(
         "seccomp: TIOCSTI is allowed",
-        "host/sandbox/seccomp.py",
+        "host/sandbox/linux/seccomp.py",
         'emit(_JEQ_K, _TIOCSTI, "eperm", None)',
         "emit(_JEQ_K, _TIOCSTI, None, None)",
         SECCOMP_TESTS,
     ),
     Mutant(
         "seccomp: any netlink protocol is allowed",
-        "host/sandbox/seccomp.py",
+        "host/sandbox/linux/seccomp.py",
         'emit(_JEQ_K, _NETLINK_ROUTE, "allow", "eprotonosupport")',
         'emit(_JEQ_K, _NETLINK_ROUTE, "allow", "allow")',
         SECCOMP_TESTS,

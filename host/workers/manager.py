@@ -75,7 +75,7 @@ class Workers:
             default), each as a process of its own in a sandbox of its own (bubblewrap,
             when active); "fork", forked from its module's template process
             (:mod:`.template`), each in a sandbox of its own too when the sandbox is active
-            (:mod:`toolwire.host.sandbox.nsfork`). A template that cannot make those (it
+            (:mod:`toolwire.host.sandbox.linux.nsfork`). A template that cannot make those (it
             checks at its start) turns the host's later starts to "spawn", logged.
         list_cache: the definition cache (:mod:`.listcache`; None: off): a module
             found there has its tools registered at once, before its first worker is up,

@@ -318,7 +318,7 @@ class WorkerPool:
 
     def _fall_back_to_spawn(self, exc: WorkerStartError) -> None:
         """A template that cannot give its workers a sandbox each here (the kernel or
-        bubblewrap refuses what :mod:`toolwire.host.sandbox.nsfork` needs: it checks at
+        bubblewrap refuses what :mod:`toolwire.host.sandbox.linux.nsfork` needs: it checks at
         its start) makes this generation's later workers and every later generation's
         start from scratch."""
         if self.settings.start != "spawn":

@@ -177,7 +177,7 @@ def _serve_forks(config: dict[str, Any], control: Any) -> dict[str, Any]:
     if type(box) is not dict:
         box = None
     else:
-        from ..sandbox import nsfork  # noqa: F401  (imported here, not in each worker)
+        from ..sandbox.linux import nsfork  # noqa: F401  (imported here, not in each worker)
 
         _set_child_subreaper()
     _warm_up()
@@ -344,7 +344,7 @@ def _enter_own_sandbox(
     then :func:`~..sandbox.nsfork.lock_down`)."""
     import signal
 
-    from ..sandbox import nsfork
+    from ..sandbox.linux import nsfork
 
     try:
         os.setsid()
@@ -393,7 +393,7 @@ def _check_own_sandbox(box: dict[str, Any]) -> None:
     Raises:
         OSError: a step failed (the reason is on stderr already).
     """
-    from ..sandbox import nsfork
+    from ..sandbox.linux import nsfork
 
     seccomp = bytes.fromhex(box["seccomp"]) if isinstance(box.get("seccomp"), str) else None
     pid = os.fork()
@@ -447,8 +447,8 @@ def _run_relay(
     own network namespace, as a spawned worker's sandbox starts one), in the worker's
     cgroups (``groups``: descriptors of their ``cgroup.procs``) and locked down as the
     worker is; never returns."""
-    from ..sandbox import nsfork
     from ..sandbox.egress import relay
+    from ..sandbox.linux import nsfork
 
     try:
         nsfork.lock_down(seccomp)
@@ -482,7 +482,7 @@ def _become_worker(
     _join_now(given("cgroupFd"), given("memoryCgroupFd"))
     box = config.get("forkSandbox")
     if config.get("boxed") is True and type(box) is dict:
-        from ..sandbox import nsfork
+        from ..sandbox.linux import nsfork
 
         seccomp = bytes.fromhex(box["seccomp"]) if isinstance(box.get("seccomp"), str) else None
         nsfork.lock_down(seccomp, cgroup_namespace=True)

@@ -126,7 +126,7 @@ def serve_here(path: str, port: int, fds: list[int]) -> None:
     """Bind ``127.0.0.1:port`` and relay every connection to the Unix socket ``path`` in
     this process, for good, after joining the cgroups open as ``fds`` (as :func:`main`'s
     relay does): a worker forked from a template starts its own sandbox's relay this way
-    (toolwire.host.workers.worker, toolwire.host.sandbox.nsfork); never returns.
+    (toolwire.host.workers.worker, toolwire.host.sandbox.linux.nsfork); never returns.
 
     Raises:
         OSError: the port cannot be bound.

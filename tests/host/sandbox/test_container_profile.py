@@ -41,7 +41,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from toolwire.host.sandbox import container, find_bwrap
+from toolwire.host.sandbox import find_bwrap
+from toolwire.host.sandbox.linux import container
 
 from tests.hostproc import REPO, HostProcess
 
@@ -51,7 +52,7 @@ HOST = (sys.executable, "-P", "-m", "toolwire.host")
 
 SECCOMP_LAUNCHER = """
 import ctypes, os, platform, sys
-from toolwire.host.sandbox.seccomp import build_filter
+from toolwire.host.sandbox.linux.seccomp import build_filter
 
 program = build_filter(platform.machine())
 buf = ctypes.create_string_buffer(program, len(program))

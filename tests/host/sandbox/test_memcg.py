@@ -1,4 +1,4 @@
-"""The memory cgroup files the host writes and reads (toolwire.host.sandbox.memcg), on a fake
+"""The memory cgroup files the host writes and reads (toolwire.host.sandbox.linux.memcg), on a fake
 cgroup directory: the v2 path cannot be exercised end to end on a v1 machine, and the
 end-to-end tests (tests/escape/test_sandbox_escape_memory.py) need a real memory controller."""
 
@@ -7,7 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from toolwire.host.sandbox.memcg import MemoryCgroups, exceeded_message, format_bytes, oom_kills
+from toolwire.host.sandbox.linux.memcg import (
+    MemoryCgroups,
+    exceeded_message,
+    format_bytes,
+    oom_kills,
+)
 
 
 def _group(tmp_path: Path, *files: str) -> Path:

@@ -441,7 +441,7 @@ def _header_numbers(path: str) -> dict[str, int]:
     ],
 )
 def test_seccomp_numbers_match_the_kernel_headers(column: int, header: str) -> None:
-    from toolwire.host.sandbox.seccomp import _NUMBERS
+    from toolwire.host.sandbox.linux.seccomp import _NUMBERS
 
     if not os.path.exists(header):
         pytest.skip(f"{header} is not installed (linux-libc-dev)")
@@ -453,7 +453,7 @@ def test_seccomp_numbers_match_the_kernel_headers(column: int, header: str) -> N
 def test_seccomp_filter_shape() -> None:
     import struct
 
-    from toolwire.host.sandbox.seccomp import DENIED, build_filter
+    from toolwire.host.sandbox.linux.seccomp import DENIED, build_filter
 
     for machine in ("x86_64", "aarch64"):
         prog = build_filter(machine)

@@ -1,6 +1,6 @@
 """Every rule of the sandbox's seccomp filter, run by a small classic-BPF interpreter.
 
-The filter host/sandbox/seccomp.py builds is a program of ``struct sock_filter`` entries the
+The filter host/sandbox/linux/seccomp.py builds is a program of ``struct sock_filter`` entries the
 kernel runs on a ``struct seccomp_data`` for each system call (Documentation/userspace-api/
 seccomp_filter.rst; the instruction set of Documentation/networking/filter.rst). The
 interpreter below runs the same bytes on system calls made up here, for both supported
@@ -17,7 +17,7 @@ from __future__ import annotations
 import struct
 
 import pytest
-from toolwire.host.sandbox.seccomp import _NUMBERS, DENIED, build_filter
+from toolwire.host.sandbox.linux.seccomp import _NUMBERS, DENIED, build_filter
 
 ALLOW = 0x7FFF0000
 KILL_PROCESS = 0x80000000
