@@ -1,4 +1,5 @@
-"""The ``toolwire`` command line, run as a subprocess (the installed console script)."""
+"""The ``toolwire`` command line: run in process (:func:`tests.cli_support.run_cli`), and as
+the installed console script where the process matters (``serve``, imports)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ import pytest
 from toolwire.client.cli import UsageError, parse_call_arguments
 
 from tests.agent_support import require_approval
+from tests.cli_support import TOOLWIRE, run_cli
 from tests.hostproc import TOOLS_DIR
 
-TOOLWIRE = str(Path(sys.executable).parent / "toolwire")
 HOST_OPTS = [
     "--no-builtins",
     "--tools",
@@ -26,14 +27,7 @@ HOST_OPTS = [
 def run(
     *args: str, timeout: float = 60, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [TOOLWIRE, *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-        cwd=cwd,
-    )
+    return run_cli(*args, timeout=timeout, cwd=cwd)
 
 
 # --------------------------------------------------------------------------- arguments
@@ -259,15 +253,7 @@ AGENT_OPTS = ["--no-builtins", "--tools", str(TOOLS_DIR / "agent_tools.py")]
 def run_with_input(*args: str, stdin: str | None) -> subprocess.CompletedProcess[str]:
     # A wide console: the prompt's panel shows the whole call (a temporary directory's
     # path can be longer than the 80 columns a pipe gets by default).
-    return subprocess.run(
-        [TOOLWIRE, *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        input=stdin,
-        stdin=subprocess.DEVNULL if stdin is None else None,
-        env={**os.environ, "COLUMNS": "400"},
-    )
+    return run_cli(*args, stdin=stdin, env={**os.environ, "COLUMNS": "400"})
 
 
 @pytest.mark.parametrize(

@@ -7,28 +7,21 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.cli_support import run_cli
 from tests.hostproc import TOOLS_DIR
 
-TOOLWIRE = str(Path(sys.executable).parent / "toolwire")
 KV = ["--no-builtins", "--tools", str(TOOLS_DIR / "kv_tools.py")]
 
 
 def _call(
     root: Path, *args: str, host: list[str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [TOOLWIRE, "call", *args, "--root", str(root), *(KV if host is None else host)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
-    )
+    return run_cli("call", *args, "--root", str(root), *(KV if host is None else host))
 
 
 def _show(root: Path, *pairs: str) -> dict[str, Any]:

@@ -20,7 +20,7 @@ import pytest
 from toolwire.client.cli import build_parser, split_call_argv
 from toolwire.host.serve.config import ConfigError, key_line, load_config_file
 
-TOOLWIRE = str(Path(sys.executable).parent / "toolwire")
+from tests.cli_support import TOOLWIRE, run_cli
 
 TOOLS = '''"""Tools for the CLI tests."""
 
@@ -60,14 +60,11 @@ def mark(path: str) -> str:
 def run(
     *args: str, cwd: Path, env: dict[str, str] | None = None, stdin: str | None = None
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [TOOLWIRE, *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
+    return run_cli(
+        *args,
         cwd=cwd,
-        input=stdin,
-        stdin=subprocess.DEVNULL if stdin is None else None,
+        stdin=stdin,
+        timeout=120,
         env={**os.environ, "COLUMNS": "400", **(env or {})},
     )
 

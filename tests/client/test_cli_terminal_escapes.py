@@ -15,6 +15,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from tests.cli_support import TOOLWIRE, run_cli
 from tests.client.test_provider_http import (
     Received,
     Reply,
@@ -25,7 +26,6 @@ from tests.client.test_provider_http import (
 from tests.hostproc import TOOLS_DIR
 from tests.tools.escape_tools import NASTY
 
-TOOLWIRE = str(Path(sys.executable).parent / "toolwire")
 HOST_OPTS = ["--no-builtins", "--tools", str(TOOLS_DIR / "escape_tools.py")]
 
 RAW = ["\x1b]", "\x1b[2J", "\x9b", "\x9d", "\x9c", "\x07", "\x08", "\x00", "\r", "\u202e"]
@@ -51,14 +51,7 @@ WIDE = {**os.environ, "COLUMNS": "1000"}
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [TOOLWIRE, *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
-        env=WIDE,
-    )
+    return run_cli(*args, env=WIDE)
 
 
 def test_call_shows_escapes_instead_of_sending_them(tmp_path: Path) -> None:
