@@ -97,7 +97,7 @@ def run_cli(
         subprocess.TimeoutExpired: the command did not end within ``timeout`` seconds.
     """
     words = ["toolwire", *args]
-    if "serve" in args[:2] or "-v" in args or "--verbose" in args:
+    if args[:1] == ("serve",) or "-v" in args or "--verbose" in args:
         return subprocess.run(
             [TOOLWIRE, *args],
             capture_output=True,
