@@ -13,6 +13,10 @@ The suite (0.2.0-alpha.12) needs Node >= 22. ``package.json`` pins the npm packa
 brings a Node 22 of its own into ``node_modules``; ``TOOLWIRE_CONFORMANCE_NODE`` names
 another one. Without ``npm`` the test is skipped, except where Node is required (``CI=true``
 or ``TOOLWIRE_REQUIRE_NODE=1``, as for the interop tests): there it fails.
+
+The suite runs once per module and spec version (:func:`run_suite`: every scenario it has,
+one after another in one Node process, as ``--suite all`` does) and each test reads its
+own scenario's ``checks.json``: a Node start per scenario cost more than the scenarios.
 """
 
 from __future__ import annotations
@@ -128,6 +132,59 @@ def bridge_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         proc.wait(timeout=10)
 
 
+_RUN_DIR = re.compile(r"^server-(.+)-\d{4}-\d{2}-\d{2}T[\d-]+Z$")
+"""What the suite names a scenario's output directory: ``server-<scenario>-<timestamp>``."""
+
+
+class SuiteRun:
+    """The results of one run of the whole suite against one server at one spec version.
+
+    Args:
+        url: the server's MCP endpoint.
+        spec: the spec version (``--spec-version``).
+        out: an empty directory for the suite's ``checks.json`` files.
+    """
+
+    def __init__(self, url: str, spec: str, out: Path) -> None:
+        node = _node()
+        argv = [node, str(SUITE), "server", "--url", url, "--suite", "all"]
+        argv += ["--spec-version", spec, "-o", str(out)]
+        # Each scenario has its own 30 s limit inside the suite; this bounds the whole run.
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=900)
+        self.output = proc.stdout + proc.stderr
+        """What the suite printed (every scenario's verdict), for failure messages."""
+        self.checks: dict[str, list[dict[str, Any]]] = {}
+        """Scenario name → the checks it reported."""
+        for path in out.glob("*/checks.json"):
+            match = _RUN_DIR.match(path.parent.name)
+            if match:
+                self.checks[match.group(1)] = json.loads(path.read_text())
+
+    def of(self, scenario: str) -> list[dict[str, Any]]:
+        """The checks ``scenario`` reported; fails the test when it did not run or
+        reported none, or when none of its checks succeeded."""
+        checks = self.checks.get(scenario)
+        assert checks, f"scenario {scenario} reported no checks:\n{self.output}"
+        assert any(c["status"] == "SUCCESS" for c in checks), (scenario, checks)
+        return checks
+
+
+def failures(checks: list[dict[str, Any]], ignore: re.Pattern[str] | None = None) -> list[Any]:
+    """``(id, errorMessage)`` of each check reported FAILURE or WARNING (INFO and SKIPPED
+    pass), leaving out the ids ``ignore`` matches."""
+    return [
+        (c["id"], c.get("errorMessage"))
+        for c in checks
+        if c["status"] in ("FAILURE", "WARNING") and not (ignore and ignore.search(c["id"]))
+    ]
+
+
+@pytest.fixture(scope="module")
+def bridged_run(bridge_url: str, tmp_path_factory: pytest.TempPathFactory) -> SuiteRun:
+    """The whole suite at 2026-07-28, once, through the bridge."""
+    return SuiteRun(bridge_url, "2026-07-28", tmp_path_factory.mktemp("conformance-run"))
+
+
 # server-stateless sends ~20 requests, each a new host behind the stdio bridge: at load it
 # outlasts the suite's fixed 30 s scenario timeout (the bridge's cost, not the host's). It
 # runs natively, without the bridge, in test_conformance_http.py at both spec versions.
@@ -135,23 +192,6 @@ BRIDGED = [s for s in SCENARIOS if s != "server-stateless"]
 
 
 @pytest.mark.parametrize("scenario", BRIDGED)
-def test_conformance_scenario(bridge_url: str, scenario: str, tmp_path: Path) -> None:
-    node = _node()
-    args = ["server", "--url", bridge_url, "--scenario", scenario]
-    args += ["--spec-version", "2026-07-28", "-o", str(tmp_path)]
-    proc = subprocess.run(
-        [node, str(SUITE), *args],
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-    results = list(tmp_path.rglob("checks.json"))
-    assert results, proc.stdout + proc.stderr
-    checks: list[dict[str, Any]] = json.loads(results[0].read_text())
-    failed = [
-        (c["id"], c.get("errorMessage"))
-        for c in checks
-        if c["status"] in ("FAILURE", "WARNING") and not HTTP_ONLY.search(c["id"])
-    ]
-    assert failed == [], proc.stdout
-    assert any(c["status"] == "SUCCESS" for c in checks)
+def test_conformance_scenario(bridged_run: SuiteRun, scenario: str) -> None:
+    checks = bridged_run.of(scenario)
+    assert failures(checks, HTTP_ONLY) == [], checks

@@ -16,14 +16,12 @@ tested in tests/host/serve/test_http.py.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.conformance.test_conformance import HERE, SCENARIOS, SUITE, _node
+from tests.conformance.test_conformance import HERE, SCENARIOS, SUITE, SuiteRun, _node, failures
 from tests.http_support import http_host
 
 MODERN = [
@@ -90,23 +88,27 @@ def host_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield h.url
 
 
-@pytest.mark.parametrize(("spec", "scenario"), CASES, ids=[f"{s}:{c}" for s, c in CASES])
-def test_conformance_over_http(host_url: str, spec: str, scenario: str, tmp_path: Path) -> None:
-    import subprocess
+class _Runs(dict[str, SuiteRun]):
+    """Spec version → the suite's run at it, made when first asked for."""
 
-    node = _node()
-    args = ["server", "--url", host_url, "--scenario", scenario, "--spec-version", spec]
-    proc = subprocess.run(
-        [node, str(SUITE), *args, "-o", str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    results = list(tmp_path.rglob("checks.json"))
-    assert results, proc.stdout + proc.stderr
-    checks: list[dict[str, Any]] = json.loads(results[0].read_text())
-    failed = [
-        (c["id"], c.get("errorMessage")) for c in checks if c["status"] in ("FAILURE", "WARNING")
-    ]
-    assert failed == [], proc.stdout
-    assert any(c["status"] == "SUCCESS" for c in checks)
+    def __init__(self, url: str, factory: pytest.TempPathFactory) -> None:
+        super().__init__()
+        self.url = url
+        self.factory = factory
+
+    def __missing__(self, spec: str) -> SuiteRun:
+        run = SuiteRun(self.url, spec, self.factory.mktemp(f"conformance-http-{spec}"))
+        self[spec] = run
+        return run
+
+
+@pytest.fixture(scope="module")
+def runs(host_url: str, tmp_path_factory: pytest.TempPathFactory) -> _Runs:
+    """The whole suite against the host, once per spec version (per test process)."""
+    return _Runs(host_url, tmp_path_factory)
+
+
+@pytest.mark.parametrize(("spec", "scenario"), CASES, ids=[f"{s}:{c}" for s, c in CASES])
+def test_conformance_over_http(runs: _Runs, spec: str, scenario: str) -> None:
+    checks = runs[spec].of(scenario)
+    assert failures(checks) == [], checks
