@@ -18,7 +18,7 @@ import anyio.to_thread
 from ..sandbox import outputs
 from ..sandbox.bubblewrap import memory_exceeded_message
 from ..sandbox.commands import run_in_env
-from ..sandbox.egress.proxy import EgressScope, egress_scope, loop_reporter
+from ..sandbox.egress.scope import EgressScope, egress_scope, loop_reporter
 from ..sandbox.outputs import OutputStore
 from ..sandbox.programs import find_system_program
 from ..schema.hints import Param

@@ -443,7 +443,7 @@ class WorkerProcess:
         self._info_r = info_r
         from pathlib import Path
 
-        from ..sandbox.egress.proxy import EgressScope, egress_scope, loop_reporter
+        from ..sandbox.egress.scope import EgressScope, egress_scope, loop_reporter
 
         # [network.modules.NAME]: NAME is the file's stem, or the module or entry point name;
         # a refused connection is a host log record (logger "toolwire").

@@ -45,8 +45,7 @@ import ssl
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Iterator, Sequence
-from contextvars import ContextVar
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,6 +55,7 @@ import h11
 
 from .credentials import BodyCheck, MintingCA, SecretRefused, SecretSet, upstream_context
 from .policy import NetworkPolicy, ScopePolicy, address_problem
+from .scope import _SCOPE, EgressScope, egress_scope, loop_reporter
 
 __all__ = [
     "RELAY_PORT",
@@ -706,54 +706,6 @@ def _system_resolve(host: str, port: int) -> list[str]:
 
 
 # ------------------------------------------------------------------ the sandbox's side
-
-
-@dataclass(frozen=True)
-class EgressScope:
-    """Whose command a sandbox runs, for the policy and for reporting refusals.
-
-    Attributes:
-        tool: the tool's name (``[network.tools.NAME]`` applies), or None.
-        module: the tool module's name (``[network.modules.NAME]``), or None.
-        on_refused: called, on the proxy's thread, with each refusal's message.
-    """
-
-    tool: str | None = None
-    module: str | None = None
-    on_refused: Callable[[str], None] | None = None
-
-
-def loop_reporter(send: Callable[[str], None] | None) -> Callable[[str], None] | None:
-    """An ``on_refused`` for :class:`EgressScope` that runs ``send(message)`` on the
-    event loop running in the calling thread (the proxy calls it from its own thread,
-    and a session's notifications must be sent from the loop's). None when ``send`` is
-    None or no loop runs here."""
-    if send is None:
-        return None
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        return None
-
-    def report(message: str) -> None:
-        with contextlib.suppress(RuntimeError):  # the loop has closed: the host is ending
-            loop.call_soon_threadsafe(send, message)
-
-    return report
-
-
-_SCOPE: ContextVar[EgressScope | None] = ContextVar("toolwire_egress_scope", default=None)
-
-
-@contextlib.contextmanager
-def egress_scope(scope: EgressScope) -> Iterator[None]:
-    """Within the block (and the tasks and threads it starts), sandboxed commands run
-    under ``scope``'s policy and report refusals to it."""
-    token = _SCOPE.set(scope)
-    try:
-        yield
-    finally:
-        _SCOPE.reset(token)
 
 
 @dataclass
