@@ -59,6 +59,19 @@ def host(tmp_path) -> Iterator[HostProcess]:  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
+def inproc_host(tmp_path):  # type: ignore[no-untyped-def]
+    """What :func:`host` serves (the built-ins and tests/tools/basic_tools.py, rooted in a
+    temporary directory), in the test's own process with the tools run in the host
+    (:class:`tests.inproc.InProcHost`): for tests of what a tool answers, where the
+    host's process, its workers and its start-up play no part."""
+    from tests.inproc import InProcHost
+
+    args = ["--root", str(tmp_path), "--tools", str(TOOLS_DIR / "basic_tools.py")]
+    with InProcHost([*args, "--isolation", "none"]) as h:
+        yield h
+
+
+@pytest.fixture
 def sandbox_required() -> None:
     """Fails (or skips, where no sandbox is expected) unless bubblewrap works here."""
     from tests.sandbox_support import require_sandbox

@@ -1,6 +1,7 @@
 """Path arguments as models write them, through the real host: a trailing ``/`` names
 a directory, and a leading ``@`` is dropped only when the literal path does not exist
-(protocol.md §10.8)."""
+(protocol.md §10.8). The host serves in the test's process (the ``inproc_host`` fixture):
+what is tested is the tools' answers, not the host's process."""
 
 from __future__ import annotations
 
@@ -10,10 +11,10 @@ from typing import Any
 import pytest
 from toolwire.host.calls.rootlock import LOCK_DIR
 
-from tests.hostproc import HostProcess
+from tests.inproc import InProcHost
 
 
-def _result(h: HostProcess, tool: str, args: dict[str, Any]) -> tuple[bool, str]:
+def _result(h: InProcHost, tool: str, args: dict[str, Any]) -> tuple[bool, str]:
     r = h.call(tool, args)["result"]
     text = "\n".join(b.get("text", "") for b in r["content"])
     return bool(r.get("isError")), text
@@ -27,12 +28,17 @@ def _names(d: Path) -> list[str]:
     )
 
 
+@pytest.fixture
+def host(inproc_host: InProcHost) -> InProcHost:
+    return inproc_host
+
+
 # ------------------------------------------------------------------ a trailing slash
 
 
 @pytest.mark.parametrize("path", ["trail/", "trail//", "new/dir/", "f.txt/", "f.txt/.", "sub/.."])
 def test_write_to_a_path_naming_a_directory_is_refused(
-    host: HostProcess, tmp_path: Path, path: str
+    host: InProcHost, tmp_path: Path, path: str
 ) -> None:
     host.initialize()
     (tmp_path / "f.txt").write_text("keep\n")
@@ -45,7 +51,7 @@ def test_write_to_a_path_naming_a_directory_is_refused(
 
 @pytest.mark.parametrize("tool", ["edit", "read"])
 def test_edit_and_read_of_a_file_with_a_trailing_slash_are_refused(
-    host: HostProcess, tmp_path: Path, tool: str
+    host: InProcHost, tmp_path: Path, tool: str
 ) -> None:
     host.initialize()
     (tmp_path / "f.txt").write_text("keep\n")
@@ -60,7 +66,7 @@ def test_edit_and_read_of_a_file_with_a_trailing_slash_are_refused(
     assert not _result(host, tool, args)[0]
 
 
-def test_a_directory_with_a_trailing_slash_still_lists(host: HostProcess, tmp_path: Path) -> None:
+def test_a_directory_with_a_trailing_slash_still_lists(host: InProcHost, tmp_path: Path) -> None:
     host.initialize()
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "x").write_text("x")
@@ -71,7 +77,7 @@ def test_a_directory_with_a_trailing_slash_still_lists(host: HostProcess, tmp_pa
 
 
 @pytest.fixture
-def at_host(host: HostProcess, tmp_path: Path) -> HostProcess:
+def at_host(host: InProcHost, tmp_path: Path) -> InProcHost:
     (tmp_path / "@scope").mkdir()
     (tmp_path / "scope").mkdir()
     (tmp_path / "@scope" / "x.txt").write_text("at scope\n")
@@ -81,7 +87,7 @@ def at_host(host: HostProcess, tmp_path: Path) -> HostProcess:
     return host
 
 
-def test_the_literal_path_with_an_at_sign_comes_first(at_host: HostProcess) -> None:
+def test_the_literal_path_with_an_at_sign_comes_first(at_host: InProcHost) -> None:
     assert _result(at_host, "read", {"path": "@scope/x.txt"}) == (False, "at scope\n")
     assert _result(at_host, "ls", {"path": "@scope"}) == (False, "x.txt")
     assert _result(at_host, "grep", {"pattern": "scope", "path": "@scope/x.txt"}) == (
@@ -90,12 +96,12 @@ def test_the_literal_path_with_an_at_sign_comes_first(at_host: HostProcess) -> N
     )
 
 
-def test_the_at_sign_is_dropped_when_only_the_bare_path_exists(at_host: HostProcess) -> None:
+def test_the_at_sign_is_dropped_when_only_the_bare_path_exists(at_host: InProcHost) -> None:
     assert _result(at_host, "read", {"path": "@only.txt"}) == (False, "only plain\n")
 
 
 def test_write_never_drops_the_at_sign_to_create_a_file(
-    at_host: HostProcess, tmp_path: Path
+    at_host: InProcHost, tmp_path: Path
 ) -> None:
     assert not _result(at_host, "write", {"path": "@scope/y.txt", "content": "new"})[0]
     assert (tmp_path / "@scope" / "y.txt").read_text() == "new"
@@ -106,7 +112,7 @@ def test_write_never_drops_the_at_sign_to_create_a_file(
     assert not (tmp_path / "new.txt").exists()
 
 
-def test_write_and_edit_change_the_literal_file(at_host: HostProcess, tmp_path: Path) -> None:
+def test_write_and_edit_change_the_literal_file(at_host: InProcHost, tmp_path: Path) -> None:
     assert not _result(at_host, "write", {"path": "@scope/x.txt", "content": "w\n"})[0]
     edit = {"path": "@scope/x.txt", "edits": [{"oldText": "w", "newText": "e"}]}
     assert not _result(at_host, "edit", edit)[0]

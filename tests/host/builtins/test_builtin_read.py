@@ -242,18 +242,18 @@ BINARY_KINDS = {
 
 
 @pytest.mark.parametrize("name", sorted(BINARY_KINDS))
-def test_binary_file_is_described_not_dumped(host, tmp_path: Path, name: str) -> None:  # type: ignore[no-untyped-def]
+def test_binary_file_is_described_not_dumped(inproc_host, tmp_path: Path, name: str) -> None:  # type: ignore[no-untyped-def]
     make, kind = BINARY_KINDS[name]
     make(tmp_path / name)
     size = (tmp_path / name).stat().st_size
-    host.initialize()
-    resp = host.call("read", {"path": name})
+    inproc_host.initialize()
+    resp = inproc_host.call("read", {"path": name})
     result = resp["result"]
     out = "\n".join(b["text"] for b in result["content"])
     assert not result.get("isError") and "\x00" not in out
     assert f"{name} is a binary file" in out and kind in out and f"{size} bytes" in out
     assert len(out) < 400
-    resp = host.call("read", {"path": name, "offset": 2, "limit": 1})
+    resp = inproc_host.call("read", {"path": name, "offset": 2, "limit": 1})
     assert "is a binary file" in resp["result"]["content"][0]["text"]
 
 
@@ -266,31 +266,33 @@ def test_binary_file_is_described_not_dumped(host, tmp_path: Path, name: str) ->
         ("utf-32-be", b"\x00\x00\xfe\xff"),
     ],
 )
-def test_utf16_and_utf32_with_bom_are_decoded(host, tmp_path: Path, codec: str, bom: bytes) -> None:  # type: ignore[no-untyped-def]
+def test_utf16_and_utf32_with_bom_are_decoded(
+    inproc_host, tmp_path: Path, codec: str, bom: bytes
+) -> None:  # type: ignore[no-untyped-def]
     content = "".join(f"ligne {i} – café ✓\n" for i in range(1, 3001))
     (tmp_path / "wide.txt").write_bytes(bom + content.encode(codec))
-    host.initialize()
-    resp = host.call("read", {"path": "wide.txt", "offset": 2999})
+    inproc_host.initialize()
+    resp = inproc_host.call("read", {"path": "wide.txt", "offset": 2999})
     out = resp["result"]["content"][0]["text"]
     assert "ligne 2999 – café ✓\nligne 3000 – café ✓\n" in out
     assert "\x00" not in out and "\ufffd" not in out and "byte-order mark" in out
-    resp = host.call("read", {"path": "wide.txt"})
+    resp = inproc_host.call("read", {"path": "wide.txt"})
     out = resp["result"]["content"][0]["text"]
     assert "ligne 1 – café ✓\n" in out and "Showing lines 1-2000 of 3000" in out
 
 
-def test_grep_never_prints_binary_lines(host, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_grep_never_prints_binary_lines(inproc_host, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     _sqlite_db(tmp_path / "db.sqlite")
     (tmp_path / "blob.bin").write_bytes(b"needle one\n\x00\x01needle two\n")
     (tmp_path / "text.txt").write_text("a needle in text\n")
     (tmp_path / "u16.txt").write_bytes(b"\xff\xfe" + "needle in utf-16\n".encode("utf-16-le"))
-    host.initialize()
-    resp = host.call("grep", {"pattern": "needle"})
+    inproc_host.initialize()
+    resp = inproc_host.call("grep", {"pattern": "needle"})
     out = "\n".join(b["text"] for b in resp["result"]["content"])
     assert "\x00" not in out
     lines = sorted(out.split("\n\n")[0].split("\n"))
     assert lines == ["text.txt:1: a needle in text", "u16.txt:1: needle in utf-16"]
-    resp = host.call("grep", {"pattern": "needle", "path": "blob.bin"})
+    resp = inproc_host.call("grep", {"pattern": "needle", "path": "blob.bin"})
     out = "\n".join(b["text"] for b in resp["result"]["content"])
     assert "\x00" not in out and "needle two" not in out
     assert "Binary file matches, lines not shown: blob.bin" in out
@@ -356,17 +358,19 @@ DAMAGED = [
 
 
 @pytest.mark.parametrize(("fmt", "how"), DAMAGED)
-def test_a_damaged_image_is_described_not_sent(host, tmp_path: Path, fmt: str, how: str) -> None:  # type: ignore[no-untyped-def]
+def test_a_damaged_image_is_described_not_sent(
+    inproc_host, tmp_path: Path, fmt: str, how: str
+) -> None:  # type: ignore[no-untyped-def]
     pytest.importorskip("PIL.Image")
     data = _damaged(fmt, how)
     (tmp_path / "pic").write_bytes(data)
-    host.initialize()
-    result = host.call("read", {"path": "pic"})["result"]
+    inproc_host.initialize()
+    result = inproc_host.call("read", {"path": "pic"})["result"]
     assert [b["type"] for b in result["content"]] == ["text"], result
     out = result["content"][0]["text"]
     assert out.startswith("pic starts like a image/") and "it is not shown" in out, out
     assert f"({len(data)} bytes)" in out
     # the whole image still reads as an image
     (tmp_path / "pic").write_bytes(_image(fmt))
-    result = host.call("read", {"path": "pic"})["result"]
+    result = inproc_host.call("read", {"path": "pic"})["result"]
     assert [b["type"] for b in result["content"]] == ["text", "image"], result
