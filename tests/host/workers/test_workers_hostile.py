@@ -18,7 +18,7 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -31,6 +31,9 @@ LIMIT = 1024 * 1024 * 1024
 
 WINDOW = 10.0
 """Seconds a flood gets to make the host grow (behaviour bound: it grows ~200 MB/s)."""
+
+FLOOD_TIMEOUT = 120.0
+"""Seconds a counted flood may take at most (it takes a few on a quiet machine)."""
 
 
 def _rss(pid: int) -> int:
@@ -101,6 +104,20 @@ class _Silent:
             }
         )
 
+    def peak_until(self, done: Callable[[], bool], timeout: float, limit: int) -> int:
+        """The host's largest RSS seen until ``done()`` holds (or past ``limit`` bytes,
+        or after ``timeout`` seconds, or when the host exits)."""
+        peak = 0
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and self.proc.poll() is None and not done():
+            peak = max(peak, _rss(self.proc.pid))
+            if peak > limit:
+                break
+            time.sleep(0.05)
+        if self.proc.poll() is None:
+            peak = max(peak, _rss(self.proc.pid))
+        return peak
+
     def peak_within(self, seconds: float) -> int:
         """The host's largest RSS seen within ``seconds`` (stops early past LIMIT)."""
         peak = 0
@@ -126,16 +143,37 @@ def silent_host() -> Iterator[list[_Silent]]:
 
 
 PROGRESS_FLOOD = """
+import os
 from toolwire.host import ToolContext, tool
 
 @tool(timeout=600)
-async def flood(ctx: ToolContext, n: int = 3000000) -> str:
-    \"\"\"An ordinary tool that reports progress often, with a long message.\"\"\"
+async def flood(ctx: ToolContext, count_file: str, n: int = 3000000) -> str:
+    \"\"\"An ordinary tool that reports progress often, with a long message; every 10,000
+    reports it writes how many it has made to ``count_file``.\"\"\"
     message = "x" * 1000
-    for i in range(n):
+    fd = os.open(count_file, os.O_WRONLY | os.O_CREAT, 0o644)
+    for i in range(1, n + 1):
         await ctx.report_progress(i, total=n, message=message)
+        if i % 10000 == 0:
+            os.pwrite(fd, b"%12d" % i, 0)
     return "done"
 """
+
+FLOOD_REPORTS = 400_000
+"""Progress reports the flood makes before the host's memory is judged: over 400 MB of
+messages, well past :data:`FLOOD_LIMIT`, so a host that kept them for the client (which
+never reads) is over the limit by then, however fast or slow the machine is."""
+
+FLOOD_LIMIT = 256 * 1024 * 1024
+"""Host memory (RSS) taken as unbounded growth in the counted flood (a host that drops
+progress for a client that is not reading stays near its idle ~30 MiB)."""
+
+
+def _count(path: Path) -> int:
+    try:
+        return int(path.read_bytes() or b"0")
+    except (OSError, ValueError):
+        return 0
 
 
 @pytest.mark.parametrize("isolation", ["process", "none"])
@@ -144,15 +182,19 @@ def test_progress_of_a_worker_tool_is_bounded_when_the_client_reads_slowly(
 ) -> None:
     """Finding: progress (and log) records from a worker are queued for the client without
     the session's drain, so a client that reads slowly makes the host grow without bound
-    (in-process tools await the drain: the control stays flat)."""
+    (in-process tools await the drain: the control stays flat). The host's memory is
+    watched until the tool has made :data:`FLOOD_REPORTS` reports (the tool counts them),
+    not for a fixed time."""
     mod = _module(tmp_path, "flood.py", PROGRESS_FLOOD)
+    count = root / "count"
     h = _Silent(
         ["--root", str(root), "--tools", str(mod), "--workers", "1", "--isolation", isolation]
     )
     silent_host.append(h)
-    h.start_call("flood", {})
-    peak = h.peak_within(WINDOW)
-    assert peak < LIMIT, f"host RSS reached {peak >> 20} MiB with --isolation {isolation}"
+    h.start_call("flood", {"count_file": str(count)})
+    peak = h.peak_until(lambda: _count(count) >= FLOOD_REPORTS, FLOOD_TIMEOUT, FLOOD_LIMIT)
+    assert peak < FLOOD_LIMIT, f"host RSS reached {peak >> 20} MiB with --isolation {isolation}"
+    assert _count(count) >= FLOOD_REPORTS, f"the tool made only {_count(count)} reports"
 
 
 REQUEST_FLOOD = """
@@ -259,14 +301,21 @@ def test_a_module_cannot_choose_what_the_host_watches_under_reload(
     """Finding: under ``--reload`` the host watches the paths the worker's ``initialize``
     answer lists (from the module's ``__file__``). A module that sets ``__file__ = "/"``
     makes the host watch the whole file system; watchfiles raises (PermissionError on
-    /proc/1/task/1/fdinfo as root) and the whole host exits."""
+    /proc/1/task/1/fdinfo as root) and the whole host exits. Here the module's file is
+    then changed, and the host must still be up and serve the new version: the watcher
+    started on the module's own path and reloaded it."""
     mod = _module(tmp_path, "watchroot.py", WATCH_ROOT)
     with HostProcess(["--root", str(root), "--tools", str(mod), "--workers", "1", "--reload"]) as h:
         assert "result" in h.initialize()
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
+        assert "pong" in json.dumps(h.call("ping", {}, timeout=15))
+        mod.write_text(textwrap.dedent(WATCH_ROOT).replace('"pong"', '"pong, reloaded"'))
+
+        def reloaded() -> bool:
             assert h.proc.poll() is None, f"the host exited; stderr:\n{h.stderr[-2000:]}"
-            assert "pong" in json.dumps(h.call("ping", {}, timeout=15))
+            return "pong, reloaded" in json.dumps(h.call("ping", {}, timeout=15))
+
+        wait_until(reloaded, timeout=60, what="the reloaded module's answer")
+        assert h.proc.poll() is None, f"the host exited; stderr:\n{h.stderr[-2000:]}"
 
 
 NOISY = """
