@@ -18,6 +18,8 @@ from tests.hostproc import TOOLS_DIR
 
 HOST_OPTS = [
     "--no-builtins",
+    "--isolation",
+    "none",  # what the CLI prints is under test, not the host's worker processes
     "--tools",
     str(TOOLS_DIR / "basic_tools.py"),
     str(TOOLS_DIR / "client_tools.py"),

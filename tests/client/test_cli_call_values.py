@@ -15,7 +15,8 @@ import pytest
 from tests.cli_support import run_cli
 from tests.hostproc import TOOLS_DIR
 
-KV = ["--no-builtins", "--tools", str(TOOLS_DIR / "kv_tools.py")]
+KV = ["--no-builtins", "--isolation", "none", "--tools", str(TOOLS_DIR / "kv_tools.py")]
+"""The host's options: the CLI's coercion is under test, so the tools run in the host."""
 
 
 def _call(
