@@ -14,7 +14,7 @@ brings a Node 22 of its own into ``node_modules``; ``TOOLWIRE_CONFORMANCE_NODE``
 another one. Without ``npm`` the test is skipped, except where Node is required (``CI=true``
 or ``TOOLWIRE_REQUIRE_NODE=1``, as for the interop tests): there it fails.
 
-The suite runs once per module and spec version (:func:`run_suite`: every scenario it has,
+The suite runs once per module and spec version (:class:`SuiteRun`: every scenario it has,
 one after another in one Node process, as ``--suite all`` does) and each test reads its
 own scenario's ``checks.json``: a Node start per scenario cost more than the scenarios.
 """

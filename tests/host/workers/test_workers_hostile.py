@@ -120,14 +120,7 @@ class _Silent:
 
     def peak_within(self, seconds: float) -> int:
         """The host's largest RSS seen within ``seconds`` (stops early past LIMIT)."""
-        peak = 0
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline and self.proc.poll() is None:
-            peak = max(peak, _rss(self.proc.pid))
-            if peak > LIMIT:
-                break
-            time.sleep(0.05)
-        return peak
+        return self.peak_until(lambda: False, seconds, LIMIT)
 
     def close(self) -> None:
         self.proc.kill()
