@@ -23,14 +23,14 @@ demo: $(STAMP)
 # (tests/run_unprivileged.sh says why and how); as an ordinary user, once is enough.
 # Both passes always run: the second runs even when the first failed, and the target
 # fails when either did (each prints its own summary).
-# TEST_WORKERS: pytest-xdist workers of the main pass, two per core by default: many tests
-# wait on processes they started (timeouts, grace periods, a worker's restart), so one
-# worker per core leaves the cores idle; measured on a quiet 2-core machine, -n 2 ran the
-# main pass in 394 s with 1.15 cores busy, -n 4 in 339 s. On a loaded machine the suite
-# is CPU-bound and each worker adds its own collection: TEST_WORKERS=auto is one per core.
+# TEST_WORKERS: pytest-xdist workers of the main pass, one per core by default (`auto`).
+# Many tests wait on processes they started, so more can pay on a quiet machine: on a
+# quiet 2-core machine -n 2 ran the main pass in 394 s with 1.15 cores busy, -n 4 in 339 s
+# (TEST_WORKERS=4); on a loaded one the suite is CPU-bound and each worker adds its own
+# collection.
 # tests/conftest.py starts the longest files first so none of them is left to run last.
 # The ordinary-user pass uses two (tests/run_unprivileged.sh says why).
-TEST_WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) * 2 )))
+TEST_WORKERS ?= auto
 test: $(STAMP)
 	@first=0; second=0; start=$$(date +%s); \
 	$(PY) -m pytest -q -p no:cacheprovider --durations=15 -n $(TEST_WORKERS) || first=$$?; \
