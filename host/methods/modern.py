@@ -119,7 +119,7 @@ class ModernServer:
             CALL_BATCH: self._tools_call_batch,
             LISTEN: self._listen,
         }
-        kernel.registry.on_change(self._tools_changed)
+        kernel.registry.on_change(self.tools_changed)
         self.deferred = Deferred.to(self._handle)
         """Answers a claimed request (from a task; :meth:`claims`)."""
 
@@ -269,7 +269,11 @@ class ModernServer:
             self._listeners.remove(listener)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _tools_changed(self) -> None:
+    def tools_changed(self) -> None:
+        """Tell every open ``subscriptions/listen`` stream that asked for tool changes
+        (2026-07-28): one ``notifications/tools/list_changed`` each, carrying its subscription
+        id in ``_meta``. Registered with the registry at construction; a transport that
+        relays changes itself (the HTTP fleet's bus) takes it off and calls it."""
         for listener in self._listeners:
             if listener.tools and not listener.session.closing:
                 listener.session.notify(

@@ -123,7 +123,7 @@ class HostServer:
         self._exit_deadline: float | None = None
         self.log_level = LOG_LEVELS["info"]
         self.shutdown_grace = shutdown_grace
-        registry.on_change(self._tools_changed)
+        registry.on_change(self.tools_changed)
         self.modern = ModernServer(self.kernel)
         """The 2026-07-28 face, over the same kernel."""
         self._call_job = Deferred.to(self.tools_call)
@@ -347,7 +347,11 @@ class HostServer:
             return
         self.session.notify_lossy("notifications/message", log_params(level, data, logger))
 
-    def _tools_changed(self) -> None:
+    def tools_changed(self) -> None:
+        """Tell this connection's client the tool list changed
+        (``notifications/tools/list_changed``, MCP 2025-11-25 "Tools: List Changed Notification"),
+        once it is initialized. Registered with the registry at construction; a transport
+        that ends the connection first takes it off (``Registry.off_change``)."""
         if self.session is not None and self.initialized:
             self.session.notify("notifications/tools/list_changed")
 

@@ -234,6 +234,20 @@ class Sandbox:
             wheel's) or "configured" (``[sandbox] bwrap``); empty when inactive.
         seccomp: the seccomp program (:func:`toolwire.host.sandbox.linux.seccomp.build_filter`)
             bubblewrap loads for each command; None on architectures without a table.
+        prlimit: the trusted ``prlimit`` that sets the hard limits before a command starts
+            (:func:`toolwire.host.sandbox.programs.find_system_program`); None runs a Python
+            shim instead.
+        cgroup_base: the pids cgroup under which each command gets its own (root only);
+            None when there is none.
+        memory_cgroups: where each command's memory cgroup is made; None without a memory
+            limit or when none can be made here.
+        etc_masks: bubblewrap mount operations hiding ``/etc``'s secret files, as
+            (option, source, destination), e.g. ``("--ro-bind", "/dev/null", path)``.
+        proc_ops: bubblewrap mount operations over the sandbox's ``/proc``, same shape.
+        install_dirs: the Python installation's directories mounted read-only.
+
+    :func:`toolwire.host.sandbox.probe.resolve_sandbox` builds it and checks it by running one
+    command in it; the fields after ``seccomp`` are its findings, not user settings.
     """
 
     settings: SandboxSettings
@@ -245,12 +259,12 @@ class Sandbox:
     memory_limit_enforced: bool = True
     bwrap_origin: str = ""
     seccomp: bytes | None = None
-    _prlimit: str | None = None
-    _cgroup_base: str | None = None
-    _memory_cgroups: MemoryCgroups | None = None
-    _etc_masks: list[tuple[str, str, str]] = field(default_factory=list)
-    _proc_ops: list[tuple[str, str, str]] = field(default_factory=list)
-    _install_dirs: list[str] = field(default_factory=list)
+    prlimit: str | None = None
+    cgroup_base: str | None = None
+    memory_cgroups: MemoryCgroups | None = None
+    etc_masks: list[tuple[str, str, str]] = field(default_factory=list)
+    proc_ops: list[tuple[str, str, str]] = field(default_factory=list)
+    install_dirs: list[str] = field(default_factory=list)
     protected_paths: list[str] = field(default_factory=list)
     """The host inputs (:mod:`toolwire.host.sandbox.inputs`): each one that exists and lies in a
     writable place (the root, ``extra_rw_paths``) is mounted read-only over it."""
@@ -373,7 +387,7 @@ class Sandbox:
         """The host's own installation, read-only in the sandbox: the Python prefixes,
         the ``toolwire`` packages' directories and the directory of the bubblewrap in
         use (outermost first; nested ones are dropped)."""
-        paths = [*self._prefixes(), *self._install_dirs]
+        paths = [*self._prefixes(), *self.install_dirs]
         if self.bwrap is not None:
             paths.append(os.path.dirname(os.path.realpath(self.bwrap)))
         out: list[str] = []
@@ -401,9 +415,9 @@ class Sandbox:
             elif os.path.isdir(link):
                 ops.append(("--ro-bind", link, link))
         ops.append(("--ro-bind", "/etc", "/etc"))
-        ops.extend(self._etc_masks)
+        ops.extend(self.etc_masks)
         ops += [("--dev", "", "/dev"), ("--proc", "", "/proc"), ("--tmpfs", "", "/tmp")]
-        ops.extend(self._proc_ops)
+        ops.extend(self.proc_ops)
         ops.append(("--tmpfs", "", "/dev/shm"))
         ops.append(("--bind", root, root))
         # The host's own installation is read-only, inside the root too (a project's
@@ -411,7 +425,7 @@ class Sandbox:
         for path in self._install_paths():
             if not path_under(path, "/usr") and not path_under(path, "/etc"):
                 ops.append(("--ro-bind", path, path))
-        for prog in (program, self._prlimit):
+        for prog in (program, self.prlimit):
             if prog is not None and os.path.isabs(prog):
                 real = os.path.realpath(prog)
                 if not self._visible(real, root):
@@ -456,9 +470,9 @@ class Sandbox:
         }
         if not limits:
             return []
-        if self._prlimit is not None:
+        if self.prlimit is not None:
             opts = [f"--{LIMIT_KEYS[k][1]}={v}" for k, v in limits.items()]
-            return [self._prlimit, *opts, "--"]
+            return [self.prlimit, *opts, "--"]
         pairs = [str(x) for k, v in limits.items() for x in (LIMIT_KEYS[k][0], v)]
         return [sys.executable, "-I", "-S", "-c", _LIMIT_SHIM, str(len(limits)), *pairs]
 
@@ -575,7 +589,7 @@ class Sandbox:
         if marker is not None:
             outer_env[marker[0]] = marker[1]
         cgroup = None
-        if self._cgroup_base is not None and "processes" in self.limits:
+        if self.cgroup_base is not None and "processes" in self.limits:
             cgroup = self._make_cgroup(self.limits["processes"])
         memory_limit = self.limits.get(MEMORY_KEY, 0)
         memory_cgroup = self._make_memory_cgroup(cgroup, memory_limit)
@@ -638,7 +652,7 @@ class Sandbox:
         return {
             "network": self.settings.allow_network,
             "tmpfsSize": self.limits.get(TMPFS_SIZE_KEY),
-            "procOps": [list(op) for op in self._proc_ops],
+            "procOps": [list(op) for op in self.proc_ops],
             "uid": os.getuid(),
             "gid": os.getgid(),
             "processes": self.limits.get("processes"),
@@ -662,7 +676,7 @@ class Sandbox:
         if not (self.active and self.bwrap is not None):
             return WrappedCommand([], {})
         cgroup = None
-        if self._cgroup_base is not None and "processes" in self.limits:
+        if self.cgroup_base is not None and "processes" in self.limits:
             cgroup = self._make_cgroup(self.limits["processes"])
         memory_limit = self.limits.get(MEMORY_KEY, 0)
         memory_cgroup = self._make_memory_cgroup(cgroup, memory_limit)
@@ -697,7 +711,7 @@ class Sandbox:
         """The memory cgroup of a new command limited to ``limit`` bytes (None without a
         limit or a place for one): on cgroup v2, where the pids cgroup ``cgroup`` lies in
         the same group (a process is in one v2 group only), that group itself."""
-        place = self._memory_cgroups
+        place = self.memory_cgroups
         if place is None or limit <= 0:
             return None
         if place.version == 2 and cgroup is not None:
@@ -712,8 +726,8 @@ class Sandbox:
         return place.create(limit)
 
     def _make_cgroup(self, max_pids: int) -> str | None:
-        assert self._cgroup_base is not None
-        path = os.path.join(self._cgroup_base, f"toolwire-{os.urandom(8).hex()}")
+        assert self.cgroup_base is not None
+        path = os.path.join(self.cgroup_base, f"toolwire-{os.urandom(8).hex()}")
         try:
             os.mkdir(path)
             with open(os.path.join(path, "pids.max"), "w") as f:

@@ -206,7 +206,7 @@ def _probe(sandbox: Sandbox) -> tuple[bool, str, bool]:
         sandbox.seccomp,
         sandbox.settings.allow_network,
         tuple(sorted(sandbox.limits.items())),
-        sandbox._prlimit,
+        sandbox.prlimit,
         os.geteuid(),
     )
     if key in _probe_cache:
@@ -269,7 +269,7 @@ def resolve_sandbox(settings: SandboxSettings) -> Sandbox:
     limits = _clamped_limits(settings.effective_limits())
     if settings.mode == "none":
         return Sandbox(settings, active=False, reason="disabled")
-    sandbox = Sandbox(settings, limits=limits, _prlimit=_find_prlimit())
+    sandbox = Sandbox(settings, limits=limits, prlimit=_find_prlimit())
     configured = settings.bwrap is not None
     cause = "missing"
     if not sys.platform.startswith("linux"):
@@ -292,21 +292,21 @@ def resolve_sandbox(settings: SandboxSettings) -> Sandbox:
             limits=limits,
             bwrap_origin=_bwrap_origin(bwrap, settings.bwrap is not None),
             seccomp=_seccomp_program(),
-            _prlimit=sandbox._prlimit,
-            _etc_masks=_etc_masks(),
-            _proc_ops=_proc_hardening(),
-            _install_dirs=_package_dirs(),
+            prlimit=sandbox.prlimit,
+            etc_masks=_etc_masks(),
+            proc_ops=_proc_hardening(),
+            install_dirs=_package_dirs(),
         )
         if os.geteuid() == 0 and "processes" in limits:
-            candidate._cgroup_base = _find_pids_cgroup()
-            candidate.process_limit_enforced = candidate._cgroup_base is not None
-            if candidate._cgroup_base is not None:
-                _sweep_stale_cgroups(candidate._cgroup_base)
+            candidate.cgroup_base = _find_pids_cgroup()
+            candidate.process_limit_enforced = candidate.cgroup_base is not None
+            if candidate.cgroup_base is not None:
+                _sweep_stale_cgroups(candidate.cgroup_base)
         if limits.get(MEMORY_KEY):
-            candidate._memory_cgroups = find_memory_cgroup()
-            candidate.memory_limit_enforced = candidate._memory_cgroups is not None
-            if candidate._memory_cgroups is not None:
-                _sweep_stale_cgroups(candidate._memory_cgroups.base)
+            candidate.memory_cgroups = find_memory_cgroup()
+            candidate.memory_limit_enforced = candidate.memory_cgroups is not None
+            if candidate.memory_cgroups is not None:
+                _sweep_stale_cgroups(candidate.memory_cgroups.base)
         ok, err, unisolated = _probe(candidate)
         if ok:
             return candidate

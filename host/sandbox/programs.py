@@ -92,14 +92,19 @@ def _find_prlimit() -> str | None:
 
 
 def _package_dirs() -> list[str]:
-    """The real directories the ``toolwire`` packages are imported from."""
+    """The real directories the ``toolwire`` packages are imported from. The host and
+    client packages are looked up (:func:`importlib.util.find_spec`), not imported: the
+    sandbox sits below both in the layers."""
+    import importlib.util
+
     import toolwire
 
     out: list[str] = []
     for mod_path in list(toolwire.__path__):
         out.append(os.path.realpath(mod_path))
     for sub in ("host", "client"):
-        with contextlib.suppress(ImportError):
-            mod = __import__(f"toolwire.{sub}", fromlist=["__path__"])
-            out.extend(os.path.realpath(p) for p in getattr(mod, "__path__", []))
+        with contextlib.suppress(ImportError, ValueError):
+            spec = importlib.util.find_spec(f"toolwire.{sub}")
+            if spec is not None:
+                out.extend(os.path.realpath(p) for p in spec.submodule_search_locations or [])
     return list(dict.fromkeys(out))

@@ -32,10 +32,10 @@ from ..tools.rounds import InputNeeded
 from .listcache import DefinitionCache
 from .pool import FORK_SUPPORTED, RELOAD_TIMEOUT, WorkerPool
 from .process import (
+    LiveCalls,
     ModuleSpec,
     WorkerProcess,
     WorkerStartError,
-    _LiveCalls,
 )
 from .remote import (
     remote_hook,
@@ -119,7 +119,7 @@ class Workers:
         self.notify = notify
         self.sys_path = list(sys.path)
         self.pools: list[WorkerPool] = []
-        self.live = _LiveCalls()
+        self.live = LiveCalls()
         self.closing = False
         self._tg: TaskGroup | None = None
         self.list_cache = list_cache

@@ -56,6 +56,7 @@ from . import health
 from .process import (
     START_TIMEOUT,
     STOP_GRACE,
+    LiveCalls,
     ModuleSpec,
     WorkerProcess,
     WorkerSettings,
@@ -63,7 +64,6 @@ from .process import (
     _call_params,
     _check_due,
     _Flight,
-    _LiveCalls,
     _takes_quick_call,
     _TimedOut,
     describe_status,
@@ -121,7 +121,7 @@ class PoolOwner(Protocol):
     log_level: str
     worker_start: Literal["spawn", "fork"]
     """How workers start; a pool whose template cannot fork turns it to "spawn"."""
-    live: _LiveCalls
+    live: LiveCalls
     closing: bool
     notify: Callable[[str, str], None] | None
 
@@ -438,7 +438,7 @@ class WorkerPool:
         return check.healthy
 
     async def _heartbeat(self, worker: WorkerProcess) -> bool:
-        pid = health.stopped([worker.pid, *worker._sandbox_pids])
+        pid = health.stopped(worker.process_pids())
         reason = None
         if pid is not None:
             reason = f"it was found stopped while idle (process {pid} in state T)"

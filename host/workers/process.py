@@ -87,8 +87,10 @@ class ModuleSpec:
         return None
 
 
-class _LiveCalls:
-    """Calls in flight in some worker, by the reference the worker knows them by."""
+class LiveCalls:
+    """Calls in flight in a module's workers, by the reference (an int, unique per owner)
+    a worker knows each one by: its messages about a call (progress, logs, questions)
+    name the reference, and the owner finds the call's :class:`ToolContext` here."""
 
     def __init__(self) -> None:
         self._next = 0
@@ -610,6 +612,11 @@ class WorkerProcess:
             (time.monotonic() - began) * 1000,
             self.pid,
         )
+
+    def process_pids(self) -> list[int]:
+        """This worker's host pids: its own first, then, when sandboxed, the processes
+        bubblewrap started for it (outermost first). A health check looks at each."""
+        return [self.pid, *self._sandbox_pids]
 
     def _template_pid(self) -> int:
         """The host pid of this template's own python (under bubblewrap, below its

@@ -216,8 +216,8 @@ class HttpHost(_LegacyLeg):
         tg.start_soon(self._expire_sessions)
         assert self._primary is not None
         listen = self._primary.modern
-        registry.off_change(listen._tools_changed)  # the bus tells the listen streams
-        async with relaying(self.bus, registry, listen._tools_changed):
+        registry.off_change(listen.tools_changed)  # the bus tells the listen streams
+        async with relaying(self.bus, registry, listen.tools_changed):
             self.ready = True
             log.info("serving %d tools over HTTP", len(registry))
             try:

@@ -331,8 +331,8 @@ class _LegacyLeg:
         session.end()
         registry = self._registry
         if registry is not None:
-            registry.off_change(session.server._tools_changed)
-            registry.off_change(session.server.modern._tools_changed)
+            registry.off_change(session.server.tools_changed)
+            registry.off_change(session.server.modern.tools_changed)
 
     async def _expire_sessions(self) -> None:
         timeout = self.settings.session_idle_timeout
