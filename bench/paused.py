@@ -2,7 +2,7 @@
 ``python bench/run.py --only paused``; ``make bench`` runs it after the soak.
 
 One host (``--isolation`` process, the default, and then none) serves a tool that reports
-progress and logs as fast as it can (``tests/tools/flood_tools.py``). The client starts
+progress and logs as fast as it can (``tests/fixtures/flood_tools.py``). The client starts
 the call, then reads nothing for ``--pause`` seconds (60 by default): the host's writer is
 blocked on a full pipe the whole time. Then the client sends a ping and reads again.
 Reported per isolation:
@@ -31,7 +31,7 @@ from typing import IO, Any
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-FLOOD = REPO / "tests" / "tools" / "flood_tools.py"
+FLOOD = REPO / "tests" / "fixtures" / "flood_tools.py"
 MIB = 1024 * 1024
 HOST = (sys.executable, "-P", "-m", "toolwire.host")
 

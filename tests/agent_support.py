@@ -28,7 +28,7 @@ AGENT_TOOLS = TOOLS_DIR / "agent_tools.py"
 
 
 def agent_command(root: Path, *extra: str) -> list[str]:
-    """A host serving tests/tools/agent_tools.py only, rooted in ``root``."""
+    """A host serving tests/fixtures/agent_tools.py only, rooted in ``root``."""
     return host_command(
         root=root,
         tools=[AGENT_TOOLS],

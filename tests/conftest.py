@@ -53,14 +53,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture
 def host(tmp_path) -> Iterator[HostProcess]:  # type: ignore[no-untyped-def]
-    """A host rooted in a temporary directory, serving the built-ins and tests/tools/basic_tools.py."""
+    """A host rooted in a temporary directory, serving the built-ins and tests/fixtures/basic_tools.py."""
     with HostProcess(["--root", str(tmp_path), "--tools", str(TOOLS_DIR / "basic_tools.py")]) as h:
         yield h
 
 
 @pytest.fixture
 def inproc_host(tmp_path):  # type: ignore[no-untyped-def]
-    """What :func:`host` serves (the built-ins and tests/tools/basic_tools.py, rooted in a
+    """What :func:`host` serves (the built-ins and tests/fixtures/basic_tools.py, rooted in a
     temporary directory), in the test's own process with the tools run in the host
     (:class:`tests.inproc.InProcHost`): for tests of what a tool answers, where the
     host's process, its workers and its start-up play no part."""

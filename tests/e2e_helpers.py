@@ -51,7 +51,7 @@ def wait_until(cond: Callable[[], Any], timeout: float = 10.0, what: str = "cond
 def wire_host(
     tmp_path: Path, framing: str = "ndjson", args: Sequence[str] = (), initialize: bool = True
 ) -> Iterator[HostProcess]:
-    """A host serving tests/tools/wire_tools.py only, rooted in ``tmp_path``."""
+    """A host serving tests/fixtures/wire_tools.py only, rooted in ``tmp_path``."""
     with HostProcess(
         [
             "--root",

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-TOOLS_DIR = Path(__file__).resolve().parent / "tools"
+TOOLS_DIR = Path(__file__).resolve().parent / "fixtures"
 HOST_COMMAND = (sys.executable, "-P", "-m", "toolwire.host")
 """How the tests start the host: like ``host_command()``, with ``-P`` (and
 ``PYTHONSAFEPATH=1``) so the working directory is never on its import path."""

@@ -389,7 +389,7 @@ def wire_host(
     tmp_path: Path, framing: str = "ndjson", args: Sequence[str] = (), initialize: bool = True
 ) -> Iterator[InProcHost]:
     """In process, what :func:`tests.e2e_helpers.wire_host` spawns: a host serving
-    tests/tools/wire_tools.py only, rooted in ``tmp_path``; the tools run in the host
+    tests/fixtures/wire_tools.py only, rooted in ``tmp_path``; the tools run in the host
     (:func:`in_host`) unless ``args`` choose ``--isolation process``."""
     from tests.e2e_helpers import WIRE_TOOLS
 

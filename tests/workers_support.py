@@ -47,7 +47,7 @@ def worker_host(
     tools: Sequence[str] = (WORKER_TOOLS,),
     env: dict[str, str] | None = None,
 ) -> Iterator[HostProcess]:
-    """An initialized host serving ``tools`` (default tests/tools/worker_tools.py)."""
+    """An initialized host serving ``tools`` (default tests/fixtures/worker_tools.py)."""
     with HostProcess(host_args(tmp_path, isolation, tools, *extra), env=env) as h:
         resp = h.initialize()
         assert "result" in resp, (resp, h.stderr)

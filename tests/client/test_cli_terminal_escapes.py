@@ -23,8 +23,8 @@ from tests.client.test_provider_http import (
     text_response,
     tool_call_response,
 )
+from tests.fixtures.escape_tools import NASTY
 from tests.hostproc import TOOLS_DIR
-from tests.tools.escape_tools import NASTY
 
 HOST_OPTS = ["--no-builtins", "--tools", str(TOOLS_DIR / "escape_tools.py")]
 

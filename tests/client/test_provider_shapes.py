@@ -12,7 +12,7 @@ Each of these made the provider refuse the whole request (HTTP 400), every turn:
 * an error result with no content: Anthropic refuses ``is_error`` with empty
   ``content``; the OpenAI formats have no error flag, so the model read a success.
 
-The tools are served by a real host (tests/tools/provider_shape_tools.py); the
+The tools are served by a real host (tests/fixtures/provider_shape_tools.py); the
 declarations of what it lists are checked with the providers' SDK types and documented
 rules (tests/provider_checks.py); calls a model makes from them are mapped back and
 sent to the host, which must accept them. A property test generates schemas of these

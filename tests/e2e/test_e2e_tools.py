@@ -232,7 +232,7 @@ def test_tools_by_module_name_and_no_builtins(tmp_path: Path) -> None:
             str(tmp_path),
             "--no-entry-points",
             "--tools",
-            "tests.tools.wire_tools",
+            "tests.fixtures.wire_tools",
             "--no-builtins",
         ],
         cwd=tmp_path,

@@ -27,8 +27,8 @@ import pytest
 from PIL import Image
 
 from tests.e2e_helpers import vm_hwm
+from tests.host.builtins.support import details
 from tests.hostproc import HostProcess
-from tests.test_builtin_support import details
 
 MiB = 1 << 20
 

@@ -2,7 +2,7 @@
 
 A tool module is imported into a worker process (``--isolation process``, the default),
 which runs under bubblewrap whenever the sandbox is active. The handlers of
-tests/tools/handler_escape_tools.py try from there what trusted-but-careless or
+tests/fixtures/handler_escape_tools.py try from there what trusted-but-careless or
 malicious tool code could try: read and write outside the root, reach a listener on
 the host's loopback, read the host's environment, signal and trace the host, and
 exhaust memory and processes. Each handler reports what happened in its result text;

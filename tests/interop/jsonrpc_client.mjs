@@ -2,7 +2,7 @@
 // over LSP Content-Length framing, as a language-server client would.
 //
 //   node jsonrpc_client.mjs --tmp DIR -- PYTHON -m toolwire.host --no-builtins \
-//       --tools examples/tools/echo_tools.py --tools tests/tools/interop_tools.py
+//       --tools examples/tools/echo_tools.py --tools tests/fixtures/interop_tools.py
 //
 // Exercises: framing detection (the host answers in Content-Length framing), an LSP-style
 // initialize + initialized, tools/list, tools/call (concurrent ones, and a large non-ASCII payload, so the

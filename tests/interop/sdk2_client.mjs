@@ -2,7 +2,7 @@
 // host over stdio in the 2026-07-28 (stateless) era.
 //
 //   node sdk2_client.mjs --tmp DIR --mode pin|auto -- PYTHON -m toolwire.host --no-builtins \
-//       --tools examples/tools/echo_tools.py tests/tools/interop_tools.py tests/tools/modern_tools.py
+//       --tools examples/tools/echo_tools.py tests/fixtures/interop_tools.py tests/fixtures/modern_tools.py
 //
 // --mode pin: versionNegotiation {pin: "2026-07-28"}; auto: versionNegotiation "auto" (the SDK
 // probes server/discover on a sibling process, then starts the real one).

@@ -4,8 +4,8 @@
 //
 //   node sdk2_http_client.mjs --url http://127.0.0.1:PORT/mcp --tmp DIR [--mode pin|auto] [--scenario tools|approval]
 //
-// The host serves examples/tools/echo_tools.py, tests/tools/interop_tools.py and
-// tests/tools/modern_tools.py (and, for --scenario approval, runs with --approve echo).
+// The host serves examples/tools/echo_tools.py, tests/fixtures/interop_tools.py and
+// tests/fixtures/modern_tools.py (and, for --scenario approval, runs with --approve echo).
 // Exercises: the envelope on every request, tools/list, tools/call, progress, an unknown tool
 // (-32602), a client-side timeout (notifications/cancelled interrupts the tool), elicitation
 // over input-required rounds, subscriptions/listen with a tools list change; with --scenario

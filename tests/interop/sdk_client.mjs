@@ -2,7 +2,7 @@
 // over stdio (newline-delimited JSON), exactly as an MCP application would.
 //
 //   node sdk_client.mjs --tmp DIR -- PYTHON -m toolwire.host --no-builtins \
-//       --tools examples/tools/echo_tools.py --tools tests/tools/interop_tools.py
+//       --tools examples/tools/echo_tools.py --tools tests/fixtures/interop_tools.py
 //
 // Exercises: initialize, tools/list, tools/call, progress, an isError result (invalid arguments),
 // an unknown tool (McpError -32602), a client-side timeout (the SDK sends notifications/cancelled;

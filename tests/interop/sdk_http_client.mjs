@@ -4,8 +4,8 @@
 //
 //   node sdk_http_client.mjs --url http://127.0.0.1:PORT/mcp --tmp DIR [--scenario tools|approval]
 //
-// The host serves examples/tools/echo_tools.py, tests/tools/interop_tools.py and
-// tests/tools/modern_tools.py (and, for --scenario approval, runs with --approve echo).
+// The host serves examples/tools/echo_tools.py, tests/fixtures/interop_tools.py and
+// tests/fixtures/modern_tools.py (and, for --scenario approval, runs with --approve echo).
 // Exercises: initialize and the session, tools/list, tools/call, progress, an unknown tool
 // (-32602), a client-side timeout (notifications/cancelled interrupts the tool), elicitation
 // (a tool asks the user), a tools list change, DELETE ending the session; with

@@ -38,8 +38,8 @@ import pytest
 INTEROP = Path(__file__).resolve().parent
 REPO = INTEROP.parent.parent
 ECHO_TOOLS = REPO / "examples" / "tools" / "echo_tools.py"
-INTEROP_TOOLS = REPO / "tests" / "tools" / "interop_tools.py"
-MODERN_TOOLS = REPO / "tests" / "tools" / "modern_tools.py"
+INTEROP_TOOLS = REPO / "tests" / "fixtures" / "interop_tools.py"
+MODERN_TOOLS = REPO / "tests" / "fixtures" / "modern_tools.py"
 NODE_MODULES = INTEROP / "node_modules"
 LOCKFILE = INTEROP / "package-lock.json"
 INSTALLED_LOCK = NODE_MODULES / ".package-lock.json"  # written by npm at the end of an install

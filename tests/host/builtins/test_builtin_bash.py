@@ -15,9 +15,9 @@ from toolwire.host.builtins.truncate import MAX_BYTES
 from toolwire.host.tools.channel import CallChannel
 
 from tests.e2e_helpers import PROMPT, exits_within
+from tests.host.builtins.support import call, details, is_error, text
 from tests.host.sandbox.test_commands import unique_sleep, wait_until_gone
 from tests.hostproc import HostProcess
-from tests.test_builtin_support import call, details, is_error, text
 
 pytestmark = pytest.mark.anyio
 
@@ -74,7 +74,7 @@ async def test_bad_timeout_rejected(tmp_path: Path) -> None:
 async def test_missing_cwd(tmp_path: Path) -> None:
     env = ExecEnv.at(tmp_path)
     env.cwd = tmp_path / "gone"
-    from tests.test_builtin_support import TOOLS, run_tool
+    from tests.host.builtins.support import TOOLS, run_tool
 
     r = await run_tool(TOOLS["bash"], {"command": "true"}, ToolContext("x", "bash", env))
     assert is_error(r) and "Working directory does not exist" in text(r)
@@ -164,7 +164,7 @@ class _Progress(CallChannel):
 
 
 async def test_progress_is_throttled_and_increasing(tmp_path: Path) -> None:
-    from tests.test_builtin_support import TOOLS, run_tool
+    from tests.host.builtins.support import TOOLS, run_tool
 
     rec = _Progress()
     ctx = ToolContext("p", "bash", ExecEnv.at(tmp_path), rec)

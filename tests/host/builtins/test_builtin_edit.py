@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_builtin_support import call, details, is_error, text
+from tests.host.builtins.support import call, details, is_error, text
 
 pytestmark = pytest.mark.anyio
 
@@ -230,7 +230,7 @@ async def test_patch_applies_to_original(tmp_path: Path) -> None:
 
 
 async def test_mutates_declared() -> None:
-    from tests.test_builtin_support import TOOLS
+    from tests.host.builtins.support import TOOLS
 
     assert TOOLS["edit"].mutates == ("path",) and TOOLS["write"].mutates == ("path",)
 

@@ -18,7 +18,7 @@ from toolwire.host.builtins.truncate import (
 )
 from toolwire.host.sandbox.paths import resolve_path, resolve_read_path
 
-from tests.test_builtin_support import call, is_error, text
+from tests.host.builtins.support import call, is_error, text
 
 pytestmark = pytest.mark.anyio
 

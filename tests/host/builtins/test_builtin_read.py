@@ -14,7 +14,7 @@ import pytest
 from toolwire.host.builtins.truncate import MAX_BYTES
 
 from tests.e2e_helpers import PROMPT
-from tests.test_builtin_support import call, details, is_error, text
+from tests.host.builtins.support import call, details, is_error, text
 
 pytestmark = pytest.mark.anyio
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_builtin_support import call, details, is_error, text
+from tests.host.builtins.support import call, details, is_error, text
 
 pytestmark = pytest.mark.anyio
 

@@ -2,7 +2,7 @@
 
 Batches (``tools/callBatch``), before/after hooks, ``prepare_arguments``, coercion on the
 wire, approval with a scripted client answering ``toolwire/approve``, and the per-file
-mutation queue. The host runs tests/tools/pipeline_tools.py; tools report their own
+mutation queue. The host runs tests/fixtures/pipeline_tools.py; tools report their own
 start/end times and write marker files, so the tests do not rely on the host's account.
 """
 

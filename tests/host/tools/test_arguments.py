@@ -24,7 +24,7 @@ from toolwire.host.schema import ArgumentSchema
 from toolwire.host.tools.arguments import ArgumentError
 from toolwire.host.tools.decorator import build_tool
 
-from tests.test_builtin_support import run_tool
+from tests.host.builtins.support import run_tool
 
 INVALID: Any = object()
 

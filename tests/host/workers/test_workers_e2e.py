@@ -1,6 +1,6 @@
 """End to end: tool modules in isolated worker processes (``--isolation process``).
 
-Each test spawns the real host serving tests/tools/worker_tools.py and checks through
+Each test spawns the real host serving tests/fixtures/worker_tools.py and checks through
 the wire that a crashing or stuck handler costs one call, not the host; that
 ``--workers`` gives CPU-bound tools several cores; that everything a tool sends
 (progress, logs, details, structured results, hooks) looks the same with and without

@@ -1,6 +1,6 @@
 """Helpers for the built-in tool tests: call a built-in in-process through the Executor.
 
-(No tests here; the name only keeps the file among the built-in tests.)
+Imported as ``tests.host.builtins.support``; it holds no tests.
 """
 
 from __future__ import annotations
