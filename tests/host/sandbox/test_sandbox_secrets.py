@@ -27,6 +27,7 @@ import ssl
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -250,8 +251,12 @@ class _Https:
 
 
 class _Box:
-    def __init__(self, host: HostProcess, api: _Https, evil: _Https, root: Path) -> None:
+    def __init__(
+        self, host: HostProcess, api: _Https, evil: _Https, root: Path, started: float
+    ) -> None:
         self.host, self.api, self.evil, self.root = host, api, evil, root
+        self.started = started
+        """When the host was started (epoch seconds)."""
 
     def run(self, command: str) -> str:
         self.host.drain()
@@ -313,11 +318,12 @@ def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_Box]:
         f'hosts = ["api.test:{a}"]\n'
     )
     args = ["--root", str(root), "--sandbox", "bwrap", "--no-entry-points", "--config", str(cfg)]
+    started = time.time()
     try:
         with HostProcess(args, env={"TOOLWIRE_TEST_REAL_TOKEN": REAL}) as h:
             h.initialize()
             require_boxed(h)
-            yield _Box(h, api, evil, root)
+            yield _Box(h, api, evil, root, started)
     finally:
         api.close()
         evil.close()
@@ -345,6 +351,31 @@ def test_allowed_calls_carry_the_real_values_the_sandbox_never_holds(box: _Box) 
     assert REAL.encode() in box.api.received()
 
 
+INSTALL_TREES = sorted({os.path.realpath(sys.base_prefix), os.path.realpath(sys.prefix)} - {"/usr"})
+"""The Python installation the sandbox sees read-only (the interpreter's and the venv's
+trees, ~1.5 GB here). Files already there when the host started cannot hold this run's
+values, so only those changed since are read (every other readable file is read whole)."""
+
+
+def _files_holding(mark_shell: str, since: float) -> str:
+    """A shell command listing every file the sandbox can read that holds ``mark_shell``
+    (a shell expression): all of them outside /usr, the kernel's views and
+    :data:`INSTALL_TREES`, and the files in those trees changed since ``since`` (epoch
+    seconds)."""
+    skip = " -o ".join(f"-path {p}" for p in ["/proc", "/sys", "/dev", "/usr", *INSTALL_TREES])
+    trees = " ".join(INSTALL_TREES)
+    return (
+        f"find / \\( {skip} \\) -prune -o -type f -print0 2>/dev/null"
+        f' | xargs -0 -r grep -lsF "{mark_shell}";'
+        + (
+            f" find {trees} -type f -newermt @{int(since) - 1} -print0 2>/dev/null"
+            f' | xargs -0 -r grep -lsF "{mark_shell}";'
+            if trees
+            else ""
+        )
+    )
+
+
 def _assert_sandbox_holds_no_real_value(box: _Box) -> None:
     # Its environment, every process's environ and command line in its PID namespace,
     # the files bound in (the CA certificate, the proxy socket), and every file it can
@@ -355,8 +386,7 @@ def _assert_sandbox_holds_no_real_value(box: _Box) -> None:
         # Copied first: grep's own command line holds the mark.
         " cat /proc/[0-9]*/environ /proc/[0-9]*/cmdline > proc.bin 2>/dev/null;"
         ' grep -ac "$m" proc.bin; rm proc.bin; echo proc-done; ls /run/toolwire;'
-        ' grep -rlsF "$m" / --exclude-dir=proc --exclude-dir=sys --exclude-dir=dev'
-        " --exclude-dir=usr; echo grep-done"
+        f" {_files_holding('$m', box.started)} echo grep-done"
     )
     lines = got.split()
     assert lines == [
@@ -368,6 +398,14 @@ def _assert_sandbox_holds_no_real_value(box: _Box) -> None:
         "egress.sock",
         "grep-done",
     ], got
+    # control: the same search finds a file that holds a mark
+    control = box.root / "control-mark.txt"
+    control.write_text("zq9-control" + "-mark\n")
+    try:
+        found = box.run(f'c="zq9-con""trol-mark"; {_files_holding("$c", box.started)} echo done')
+    finally:
+        control.unlink()
+    assert found.split() == [str(control), "done"], found
 
 
 def test_nothing_the_sandbox_can_read_holds_a_real_value(box: _Box) -> None:
