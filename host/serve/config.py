@@ -11,7 +11,8 @@ its own, so files a tool writes cannot reconfigure the next host). Tables:
   ``timeout`` (seconds);
 * ``[http]``: serve Streamable HTTP (:mod:`toolwire.host.serve.http.config`);
 * ``[workers]``: ``start`` (``"fork"``, the default on Linux, or ``"spawn"``: ``--worker-start``),
-  ``list_cache`` (``true``, the default; ``false``: ``--no-list-cache``);
+  ``list_cache`` (``true``, the default; ``false``: ``--no-list-cache``), ``reload_timeout``
+  (seconds a reloaded module may take to load, default 10; ``--reload``);
 * ``[network]``: the egress policy of sandboxed processes (``allow``, ``resolve``,
   ``tools.NAME.allow``, ``modules.NAME.allow``: :mod:`toolwire.host.sandbox.egress.policy`);
 * ``[secrets.NAME]``: ``env`` or ``file``, and ``hosts``: credentials the egress proxy
@@ -135,6 +136,7 @@ def config_schema() -> Any:
         model_config = strict
         start: Literal["spawn", "fork"] = "fork"
         list_cache: bool = True
+        reload_timeout: Annotated[float, Field(gt=0)] = 10.0
 
     def _rule(value: str) -> str:
         from ..sandbox.egress.policy import parse_rule

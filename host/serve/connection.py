@@ -289,6 +289,7 @@ def start_workers(
         log_level=config.log_level,
         start=config.worker_start,
         list_cache=DefinitionCache(root=str(env.root)) if config.list_cache else None,
+        reload_timeout=config.reload_timeout,
         notify=lambda level, text: server.send_log(level, text, "toolwire"),
         host_closing=lambda: server.session is not None and server.session.closing,
         client_backlogged=lambda: (

@@ -89,6 +89,11 @@ class HostConfig:
         list_cache: keep the worker modules' tool definitions between starts and list
             them before the workers are up (``--no-list-cache``, ``[workers] list_cache
             = false`` turn it off; :mod:`toolwire.host.workers.listcache`).
+        reload_timeout: seconds a reloaded module's first worker may take to load it
+            (``[workers] reload_timeout``, default
+            :data:`toolwire.host.workers.pool.RELOAD_TIMEOUT`); past it the worker is killed
+            and the previous version keeps serving. A module whose imports take longer
+            (a large library) needs more.
         config_file: the ``--config`` file the settings were read from (None: none);
             a host input (:mod:`toolwire.host.sandbox.inputs`).
         http: serve Streamable HTTP with these settings instead of stdio (None: stdio;
@@ -115,6 +120,7 @@ class HostConfig:
     worker_start: Literal["spawn", "fork"] = field(default_factory=lambda: DEFAULT_WORKER_START)
     reload: bool = False
     list_cache: bool = True
+    reload_timeout: float = 10.0
     config_file: Path | None = None
     http: HttpSettings | None = None
     fleet: FleetSettings = field(default_factory=FleetSettings)
@@ -323,6 +329,7 @@ def _config_from_args(ns: argparse.Namespace) -> HostConfig:
         "http",
         "worker_start",
         "list_cache",
+        "reload_timeout",
         "fleet",
     }
     unknown = set(host) - known
@@ -377,6 +384,7 @@ def _config_from_args(ns: argparse.Namespace) -> HostConfig:
                 getattr(ns, "list_cache", None) is not False
                 and bool(tables.get("workers", {}).get("list_cache", True))
             ),
+            reload_timeout=float(tables.get("workers", {}).get("reload_timeout", 10.0)),
             config_file=getattr(ns, "config", None),
             http=http_settings_from(ns, tables.get("http", {})),
             fleet=fleet_settings_from(ns, tables.get("fleet", {})),

@@ -80,6 +80,8 @@ class Workers:
         list_cache: the definition cache (:mod:`.listcache`; None: off): a module
             found there has its tools registered at once, before its first worker is up,
             and checked against that worker's answer when it comes.
+        reload_timeout: seconds a new generation's first worker may take to load its
+            module on a reload (:data:`~.pool.RELOAD_TIMEOUT` by default).
 
     Raises:
         ValueError: ``start`` is not "spawn" or "fork", or "fork" where it is not
@@ -101,6 +103,7 @@ class Workers:
         client_backlogged: Callable[[], bool] | None = None,
         start: Literal["spawn", "fork"] = "spawn",
         list_cache: DefinitionCache | None = None,
+        reload_timeout: float = RELOAD_TIMEOUT,
     ) -> None:
         if start not in ("spawn", "fork") or (start == "fork" and not FORK_SUPPORTED):
             raise ValueError(f"worker start {start!r} is not available here")
@@ -123,6 +126,7 @@ class Workers:
         self.closing = False
         self._tg: TaskGroup | None = None
         self.list_cache = list_cache
+        self.reload_timeout = reload_timeout
         self._unconfirmed: set[WorkerPool] = set()
         """Pools whose tools were registered from the definition cache and whose first
         worker has not answered yet (:meth:`_confirm_cached`)."""
@@ -443,12 +447,13 @@ class Workers:
         label = pool.module.label
         try:
             try:
-                with anyio.fail_after(RELOAD_TIMEOUT):
+                with anyio.fail_after(self.reload_timeout):
                     await new.start_first()
             except TimeoutError:
                 raise WorkerStartError(
-                    f"its module did not load within {RELOAD_TIMEOUT:g} s (an import that"
-                    " hangs?); its worker process was killed",
+                    f"its module did not load within {self.reload_timeout:g} s (an import"
+                    " that hangs? a slow one needs [workers] reload_timeout); its worker"
+                    " process was killed",
                     import_failed=True,
                 ) from None
             info = new.workers[0].info

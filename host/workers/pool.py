@@ -95,8 +95,9 @@ while it has fewer than :data:`QUICK_BATCH` in flight (:meth:`WorkerPool.acquire
 
 
 RELOAD_TIMEOUT = 10.0
-"""Seconds a new generation's first worker may take to load its module (``--reload``):
-past it the worker is killed and the previous generation keeps serving."""
+"""Seconds a new generation's first worker may take to load its module (``--reload``) by
+default (``[workers] reload_timeout``): past it the worker is killed and the previous
+generation keeps serving."""
 
 HEALTHY_SECONDS = 10.0
 """A worker that lived this long resets the count of deaths in a row."""

@@ -274,6 +274,11 @@ def test_known_approve_names_still_ask(project: Path) -> None:
             2,
             "[workers] start must be one of 'spawn', 'fork', not a string ('forks')",
         ),
+        (
+            "[workers]\nreload_timeout = 0\n",
+            2,
+            "[workers] reload_timeout: input should be greater than 0",
+        ),
     ],
 )
 def test_config_file_is_checked_against_its_schema(

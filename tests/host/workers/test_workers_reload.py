@@ -198,23 +198,47 @@ def test_a_hanging_import_does_not_hold_a_later_save(tmp_path: Path) -> None:
         assert _names(h) == {"first", "slow", "second"}
 
 
-def test_a_hanging_import_is_killed_after_the_deadline(tmp_path: Path) -> None:
+def test_a_hanging_import_is_killed_after_the_deadline(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    # The deadline is configured ([workers] reload_timeout) shorter than its default
+    # (RELOAD_TIMEOUT), which test_the_reload_deadline_is_read_from_the_config checks.
+    deadline = 3.0
+    config = tmp_path_factory.mktemp("config") / "toolwire.toml"
+    config.write_text(f"[workers]\nreload_timeout = {deadline}\n")
     module = tmp_path / "reload_me.py"
     module.write_text(_source("v1"))
-    with _serve(tmp_path, module, "--reload") as h:
+    with _serve(tmp_path, module, "--reload", "--config", str(config)) as h:
         h.drain()
+        began = time.monotonic()  # the deadline starts after the save
         module.write_text(HANGING)
         note = wait_for_message(
             h,
             lambda m: _says(m, "reload_me", "did not load within"),
-            RELOAD_TIMEOUT + PROMPT,
+            deadline + PROMPT,
             "a log message about the hanging import",
         )
+        assert time.monotonic() - began >= deadline  # not cut short
+        assert f"did not load within {deadline:g} s" in str(note["params"]["data"]), note
         assert "previous version keeps serving" in str(note["params"]["data"]), note
         assert _text(h, "first") == "first v1"
         module.write_text(_source("v3"))
         wait_for_message(h, is_method("notifications/tools/list_changed"), PROMPT, "list_changed")
         assert _text(h, "first") == "first v3"
+
+
+def test_the_reload_deadline_is_read_from_the_config(tmp_path: Path) -> None:
+    from toolwire.host.serve.options import build_parser, config_from_args
+
+    def reload_timeout(*args: str) -> float:
+        return config_from_args(
+            build_parser().parse_args(["--root", str(tmp_path), *args])
+        ).reload_timeout
+
+    assert reload_timeout() == RELOAD_TIMEOUT == 10.0
+    config = tmp_path / "toolwire.toml"
+    config.write_text("[workers]\nreload_timeout = 45.5\n")
+    assert reload_timeout("--config", str(config)) == 45.5
 
 
 def test_an_empty_save_keeps_the_previous_tools(tmp_path: Path) -> None:
