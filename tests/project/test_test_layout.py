@@ -9,9 +9,6 @@ from pathlib import Path
 TESTS = Path(__file__).resolve().parents[1]
 HOST = TESTS.parent / "host"
 
-SUPPORT_AT_TOP = {"test_builtin_support.py"}
-"""Imported by other tests as ``tests.host.builtins.support`` (built-ins in process)."""
-
 
 def test_every_host_package_has_a_test_folder() -> None:
     packages = {p.name for p in HOST.iterdir() if (p / "__init__.py").is_file()}
