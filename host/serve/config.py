@@ -5,7 +5,8 @@ its own, so files a tool writes cannot reconfigure the next host). Tables:
 
 * ``[host]``: root, tools, builtins, entry_points, framing, log_level, timeout,
   max_message_size, max_threads, page_size, isolation, workers, reload — the command-line
-  options of the same names;
+  options of the same names — and ``shutdown_grace`` (seconds LSP ``shutdown`` lets calls in
+  flight finish, default 5; protocol.md §3.4);
 * ``[sandbox]``: see :class:`toolwire.host.sandbox.SandboxSettings`;
 * ``[approval]``: ``policy`` (a list of tool names, ``"destructive"`` or ``"all"``) and
   ``timeout`` (seconds);
@@ -82,6 +83,7 @@ def config_schema() -> Any:
         isolation: Literal["process", "none"] = "process"
         workers: Annotated[int, Field(ge=1, le=256)] = 1
         reload: bool = False
+        shutdown_grace: Annotated[float, Field(ge=0)] = 5.0
 
     class SandboxTable(BaseModel):
         model_config = strict

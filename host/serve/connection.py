@@ -246,6 +246,7 @@ async def _run(
         page_size=config.page_size,
         approval=ApprovalPolicy.parse(config.approve),
         approval_timeout=config.approval_timeout,
+        shutdown_grace=config.shutdown_grace,
         server_description=env.sandbox.describe() if env.sandbox is not None else None,
     )
     session = server.open_session(

@@ -94,6 +94,9 @@ class HostConfig:
             :data:`toolwire.host.workers.pool.RELOAD_TIMEOUT`); past it the worker is killed
             and the previous version keeps serving. A module whose imports take longer
             (a large library) needs more.
+        shutdown_grace: seconds LSP ``shutdown`` lets the calls in flight finish before
+            it cancels them (``[host] shutdown_grace``, default
+            :data:`toolwire.host.methods.server.SHUTDOWN_GRACE`; protocol.md §3.4).
         config_file: the ``--config`` file the settings were read from (None: none);
             a host input (:mod:`toolwire.host.sandbox.inputs`).
         http: serve Streamable HTTP with these settings instead of stdio (None: stdio;
@@ -121,6 +124,7 @@ class HostConfig:
     reload: bool = False
     list_cache: bool = True
     reload_timeout: float = 10.0
+    shutdown_grace: float = 5.0
     config_file: Path | None = None
     http: HttpSettings | None = None
     fleet: FleetSettings = field(default_factory=FleetSettings)
@@ -380,6 +384,7 @@ def _config_from_args(ns: argparse.Namespace) -> HostConfig:
                 or DEFAULT_WORKER_START
             ),
             reload=bool(pick(ns.reload, "reload", False)),
+            shutdown_grace=float(host.get("shutdown_grace", 5.0)),
             list_cache=(
                 getattr(ns, "list_cache", None) is not False
                 and bool(tables.get("workers", {}).get("list_cache", True))

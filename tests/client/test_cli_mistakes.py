@@ -275,6 +275,11 @@ def test_known_approve_names_still_ask(project: Path) -> None:
             "[workers] start must be one of 'spawn', 'fork', not a string ('forks')",
         ),
         (
+            "[host]\nshutdown_grace = -1\n",
+            2,
+            "[host] shutdown_grace: input should be greater than or equal to 0",
+        ),
+        (
             "[workers]\nreload_timeout = 0\n",
             2,
             "[workers] reload_timeout: input should be greater than 0",

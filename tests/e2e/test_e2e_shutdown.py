@@ -18,12 +18,15 @@ from tests.hostproc import TOOLS_DIR, HostProcess
 
 SHUTDOWN_TOOLS = str(TOOLS_DIR / "shutdown_tools.py")
 GRACE = 5.0  # toolwire.host.methods.server.SHUTDOWN_GRACE
+SHORT_GRACE = 1.5
 FRAMINGS = ["ndjson", "lsp"]
 
 
-def _host(tmp_path: Path, framing: str) -> HostProcess:
+def _host(tmp_path: Path, framing: str, config: Path | None = None) -> HostProcess:
+    extra = ["--config", str(config)] if config is not None else []
     host = HostProcess(
-        ["--root", str(tmp_path), "--no-builtins", "--tools", SHUTDOWN_TOOLS], framing=framing
+        ["--root", str(tmp_path), "--no-builtins", "--tools", SHUTDOWN_TOOLS, *extra],
+        framing=framing,
     )
     host.initialize()
     return host
@@ -92,13 +95,19 @@ def test_exit_right_after_shutdown_waits_for_calls_that_end_within_the_grace(
 
 @pytest.mark.parametrize("framing", FRAMINGS)
 def test_calls_running_past_the_grace_are_cancelled_and_answered_with_an_error(
-    tmp_path: Path, framing: str
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, framing: str
 ) -> None:
-    host = _host(tmp_path, framing)
+    # A grace shorter than the default, from the configuration ([host] shutdown_grace):
+    # what is cancelled past it is the same (the default is test_the_shutdown_grace_...).
+    config = tmp_path_factory.mktemp("config") / "toolwire.toml"
+    config.write_text(f"[host]\nshutdown_grace = {SHORT_GRACE}\n")
+    host = _host(tmp_path, framing, config)
     try:
         _start_call(host, "a", "wait_async", {"seconds": 600})
         _start_call(host, "s", "wait_sync", {"seconds": 600})
         _start_call(host, "stubborn", "stubborn", {"seconds": 600})
+        # would end within the default grace, not within this one
+        _start_call(host, "w", "wait_async", {"seconds": 3.0})
         started = time.monotonic()
         host.send({"jsonrpc": "2.0", "id": 7, "method": "shutdown"})
         host.notify("exit")
@@ -106,16 +115,16 @@ def test_calls_running_past_the_grace_are_cancelled_and_answered_with_an_error(
         elapsed = time.monotonic() - started
     finally:
         host.close()
-    by_id = _exactly_once(responses, ["a", "s", "stubborn", 7])
-    for id in ("a", "s", "stubborn"):
+    by_id = _exactly_once(responses, ["a", "s", "stubborn", "w", 7])
+    for id in ("a", "s", "stubborn", "w"):
         error = by_id[id]["error"]
         assert error["code"] == -32800, by_id[id]
         assert "shut down" in error["message"]
     assert by_id[7]["result"] is None
     assert [r["id"] for r in responses][-1] == 7
     assert code == 0
-    assert elapsed >= GRACE - 0.5  # the calls were given their grace
-    assert elapsed < GRACE + 30  # and then not waited for (generous: a loaded machine)
+    assert elapsed >= SHORT_GRACE  # the calls were given their grace
+    assert elapsed < SHORT_GRACE + 30  # and then not waited for (generous: a loaded machine)
 
 
 @pytest.mark.parametrize("framing", FRAMINGS)
@@ -170,3 +179,17 @@ def test_a_client_that_hangs_up_after_exit_still_gets_the_answers(
     by_id = _exactly_once(responses, ["a", "down"])
     assert by_id["a"]["result"]["content"][0]["text"] == "slept 2"
     assert code == 0
+
+
+def test_the_shutdown_grace_is_five_seconds_unless_configured(tmp_path: Path) -> None:
+    from toolwire.host.methods.server import SHUTDOWN_GRACE
+    from toolwire.host.serve.options import build_parser, config_from_args
+
+    def grace(*args: str) -> float:
+        ns = build_parser().parse_args(["--root", str(tmp_path), *args])
+        return config_from_args(ns).shutdown_grace
+
+    assert grace() == SHUTDOWN_GRACE == GRACE
+    config = tmp_path / "toolwire.toml"
+    config.write_text("[host]\nshutdown_grace = 0.25\n")
+    assert grace("--config", str(config)) == 0.25

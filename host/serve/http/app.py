@@ -238,6 +238,7 @@ class HttpHost(_LegacyLeg):
             page_size=self.config.page_size,
             approval=self._approval,
             approval_timeout=self.config.approval_timeout,
+            shutdown_grace=self.config.shutdown_grace,
             server_description=env.sandbox.describe() if env.sandbox is not None else None,
         )
 
