@@ -313,7 +313,8 @@ def test_config_errors_are_one_line_each_and_exit_2(project: Path) -> None:
             "(true or false, unquoted), not a string ('false')",
             f"toolwire {command}: {path}:4: [host] unknown key 'bultins'; the keys "
             "of [host] are root, tools, builtins, entry_points, framing, log_level, timeout, "
-            "max_message_size, max_threads, page_size, isolation, workers, reload",
+            "max_message_size, max_threads, page_size, isolation, workers, reload, "
+            "shutdown_grace",
         ]
 
 
