@@ -384,12 +384,14 @@ def _config_from_args(ns: argparse.Namespace) -> HostConfig:
                 or DEFAULT_WORKER_START
             ),
             reload=bool(pick(ns.reload, "reload", False)),
-            shutdown_grace=float(host.get("shutdown_grace", 5.0)),
+            shutdown_grace=float(host.get("shutdown_grace", HostConfig.shutdown_grace)),
             list_cache=(
                 getattr(ns, "list_cache", None) is not False
                 and bool(tables.get("workers", {}).get("list_cache", True))
             ),
-            reload_timeout=float(tables.get("workers", {}).get("reload_timeout", 10.0)),
+            reload_timeout=float(
+                tables.get("workers", {}).get("reload_timeout", HostConfig.reload_timeout)
+            ),
             config_file=getattr(ns, "config", None),
             http=http_settings_from(ns, tables.get("http", {})),
             fleet=fleet_settings_from(ns, tables.get("fleet", {})),
