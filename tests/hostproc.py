@@ -13,6 +13,7 @@ import queue
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -68,6 +69,8 @@ class HostProcess:
         self.messages: queue.Queue[Any] = queue.Queue()
         self.raw_stdout = bytearray()
         self.stderr_chunks: list[bytes] = []
+        self._stderr_grew = threading.Condition()
+        self._stderr_ended = False
         self._next_id = 1000
         self._reader = threading.Thread(target=self._read_stdout, daemon=True)
         self._reader.start()
@@ -109,7 +112,12 @@ class HostProcess:
     def _read_stderr(self) -> None:
         assert self.proc.stderr is not None
         for chunk in iter(lambda: self.proc.stderr.read1(65536), b""):  # type: ignore[union-attr]
-            self.stderr_chunks.append(chunk)
+            with self._stderr_grew:
+                self.stderr_chunks.append(chunk)
+                self._stderr_grew.notify_all()
+        with self._stderr_grew:
+            self._stderr_ended = True
+            self._stderr_grew.notify_all()
 
     def _join_readers(self, timeout: float = 5.0) -> None:
         """After the host exited: wait for the readers to collect the last of its output.
@@ -124,10 +132,31 @@ class HostProcess:
     @property
     def stderr(self) -> str:
         """The host's stderr so far; once the host has exited, all of it (the reader
-        is joined first, so no last chunk is still in flight)."""
+        is joined first, so no last chunk is still in flight).
+
+        While the host runs, a line it has written may still be in the pipe: to check
+        that a line came, use :meth:`expect_stderr`, which waits for it."""
         if self.proc.poll() is not None and self._err_reader.is_alive():
             self._err_reader.join(5.0)
         return b"".join(self.stderr_chunks).decode("utf-8", "replace")
+
+    def expect_stderr(self, text: str, timeout: float = RECV_TIMEOUT) -> str:
+        """Wait until ``text`` appears in the host's stderr; return the stderr so far.
+
+        Woken by each chunk the reader collects (no polling). Raises AssertionError,
+        with the stderr collected, when ``timeout`` seconds pass or the host's stderr
+        ends without it.
+        """
+        deadline = time.monotonic() + timeout
+        with self._stderr_grew:
+            while True:
+                got = b"".join(self.stderr_chunks).decode("utf-8", "replace")
+                if text in got:
+                    return got
+                left = deadline - time.monotonic()
+                if left <= 0 or self._stderr_ended:
+                    raise AssertionError(f"{text!r} not in the host's stderr: {got!r}")
+                self._stderr_grew.wait(left)
 
     def recv(self, timeout: float = RECV_TIMEOUT) -> Any:
         """The next message (None at EOF). Raises queue.Empty on timeout."""

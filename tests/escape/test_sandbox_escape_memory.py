@@ -131,12 +131,12 @@ def test_the_description_says_whether_memory_is_limited(tmp_path: Path) -> None:
         instructions = resp["result"].get("instructions", "")
         if CGROUP:
             assert "320 MiB of memory per command and per worker process" in instructions
-            assert "memory limit 320 MiB per command and per worker" in h.stderr
+            h.expect_stderr("memory limit 320 MiB per command and per worker")
             assert "not enforced" not in instructions.split("memory limit", 1)[-1]
         else:
             assert "The memory limit is not enforced: no memory cgroup" in instructions
             assert "320 MiB of memory" not in instructions, instructions
-            assert "NO memory limit" in h.stderr
+            h.expect_stderr("NO memory limit")
 
 
 @needs_memory_cgroup

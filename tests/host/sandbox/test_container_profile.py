@@ -270,7 +270,7 @@ def test_auto_mode_says_the_pod_is_the_boundary_and_serves(workspace: Path) -> N
         for expected in (str(TEST_UID), "usr-read-only", "wrote-root", "wrote-tmp"):
             assert expected in text, text
         assert "CapEff:\\t0000000000000000" in text, text
-        assert "Inside this pod the pod is the boundary" in h.stderr
+        h.expect_stderr("Inside this pod the pod is the boundary")
     assert (workspace / "from-tool").exists()
 
 

@@ -92,7 +92,7 @@ def test_a_stopped_idle_worker_is_replaced_before_it_gets_a_call(tmp_path: Path)
                 # Each answered long before the call timeout would have fired.
                 r = h.recv_response(i, timeout=CALL_TIMEOUT / 3)["result"]
                 assert text_of_result(r) == f"hello {i}", r
-            assert "found stopped" in h.stderr, h.stderr
+            h.expect_stderr("found stopped")
         finally:
             for pid in stopped:
                 with contextlib.suppress(ProcessLookupError):
@@ -189,4 +189,4 @@ def test_a_wedged_idle_worker_is_replaced_before_it_gets_a_call(tmp_path: Path) 
         for i in ids:
             r = h.recv_response(i, timeout=CALL_TIMEOUT / 3)["result"]
             assert text_of_result(r) == f"hello {i}", r
-        assert "did not answer a heartbeat" in h.stderr, h.stderr
+        h.expect_stderr("did not answer a heartbeat")

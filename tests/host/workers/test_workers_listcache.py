@@ -119,7 +119,7 @@ def test_first_list_is_served_from_the_cache_before_the_worker_is_up(tmp_path: P
     with _host(tmp_path, root, module) as h:
         # The worker is held at its import until _release: this answer cannot be its.
         assert _list(h) == first
-        assert "listed from the definition cache" in h.stderr
+        h.expect_stderr("listed from the definition cache")
         h.send(
             {
                 "jsonrpc": "2.0",
