@@ -29,9 +29,6 @@ from tests.hostproc import HOST_COMMAND, HostProcess
 LIMIT = 1024 * 1024 * 1024
 """Host memory (RSS) taken as unbounded growth."""
 
-WINDOW = 10.0
-"""Seconds a flood gets to make the host grow (behaviour bound: it grows ~200 MB/s)."""
-
 FLOOD_TIMEOUT = 120.0
 """Seconds a counted flood may take at most (it takes a few on a quiet machine)."""
 
@@ -61,17 +58,18 @@ def root(tmp_path: Path) -> Path:
 class _Silent:
     """A host whose client sends but never reads stdout (a slow or stuck client)."""
 
-    def __init__(self, args: list[str]) -> None:
+    def __init__(self, args: list[str], stderr: Path | None = None) -> None:
         env = {"PYTHONSAFEPATH": "1"}
         import os
 
-        self.proc = subprocess.Popen(
-            [*HOST_COMMAND, *args],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env={**os.environ, **env},
-        )
+        with open(stderr or os.devnull, "wb") as err:
+            self.proc = subprocess.Popen(
+                [*HOST_COMMAND, *args],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=err,
+                env={**os.environ, **env},
+            )
 
     def send(self, msg: object) -> None:
         assert self.proc.stdin is not None
@@ -117,10 +115,6 @@ class _Silent:
         if self.proc.poll() is None:
             peak = max(peak, _rss(self.proc.pid))
         return peak
-
-    def peak_within(self, seconds: float) -> int:
-        """The host's largest RSS seen within ``seconds`` (stops early past LIMIT)."""
-        return self.peak_until(lambda: False, seconds, LIMIT)
 
     def close(self) -> None:
         self.proc.kill()
@@ -191,12 +185,13 @@ def test_progress_of_a_worker_tool_is_bounded_when_the_client_reads_slowly(
 
 
 REQUEST_FLOOD = """
-import fcntl, os, time
+import fcntl, os, sys, time
 from toolwire.host import ToolContext, tool
 
 @tool(timeout=600)
-async def flood(ctx: ToolContext, n: int = 3000000) -> str:
-    \"\"\"Send requests to the host on the worker pipe and never read the replies.\"\"\"
+async def flood(ctx: ToolContext, done: str, n: int = 3000000) -> str:
+    \"\"\"Send requests to the host on the worker pipe and never read the replies;
+    create ``done`` once all are written.\"\"\"
     fd = ctx.channel._request.session._send._fd
     fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
     chunk = b""
@@ -205,6 +200,7 @@ async def flood(ctx: ToolContext, n: int = 3000000) -> str:
         if len(chunk) > 65536:
             os.write(fd, chunk)
             chunk = b""
+    open(done, "w").close()
     time.sleep(600)  # holds the worker's loop: its input is never read
     return "x"
 """
@@ -213,14 +209,26 @@ async def flood(ctx: ToolContext, n: int = 3000000) -> str:
 def test_worker_sending_requests_without_reading_replies_cannot_grow_the_host(
     tmp_path: Path, root: Path, silent_host: list[_Silent]
 ) -> None:
-    """Finding: the host answers every request a worker sends (-32601) into an unbounded
-    queue; a worker that never reads its stdin makes the host grow without bound."""
+    """Finding: the host answered every request a worker sends (-32601) into an unbounded
+    queue; a worker that never reads its stdin made the host grow without bound.
+
+    Watched until an event ends the flood: the host says it killed the worker (as it now
+    does at the first request a worker must not send), or the worker wrote all of its
+    3 million requests (a host that drops them quietly). A host that queued the answers
+    is past :data:`LIMIT` long before either."""
     mod = _module(tmp_path, "reqflood.py", REQUEST_FLOOD)
-    h = _Silent(["--root", str(root), "--tools", str(mod), "--workers", "1"])
+    log = tmp_path / "host.stderr"
+    done = root / "flood.done"
+    h = _Silent(["--root", str(root), "--tools", str(mod), "--workers", "1"], stderr=log)
     silent_host.append(h)
-    h.start_call("flood", {})
-    peak = h.peak_within(WINDOW)
+    h.start_call("flood", {"done": str(done)})
+
+    def ended() -> bool:
+        return done.exists() or "broke the protocol" in log.read_text(errors="replace")
+
+    peak = h.peak_until(ended, FLOOD_TIMEOUT, LIMIT)
     assert peak < LIMIT, f"host RSS reached {peak >> 20} MiB"
+    assert ended(), "neither the host ended the flood nor did the worker finish it"
 
 
 REDOS = """
