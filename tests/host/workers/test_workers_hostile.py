@@ -135,18 +135,18 @@ from toolwire.host import ToolContext, tool
 
 @tool(timeout=600)
 async def flood(ctx: ToolContext, count_file: str, n: int = 3000000) -> str:
-    \"\"\"An ordinary tool that reports progress often, with a long message; every 10,000
+    \"\"\"An ordinary tool that reports progress often, with a long message; every 1,000
     reports it writes how many it has made to ``count_file``.\"\"\"
-    message = "x" * 1000
+    message = "x" * 10000
     fd = os.open(count_file, os.O_WRONLY | os.O_CREAT, 0o644)
     for i in range(1, n + 1):
         await ctx.report_progress(i, total=n, message=message)
-        if i % 10000 == 0:
+        if i % 1000 == 0:
             os.pwrite(fd, b"%12d" % i, 0)
     return "done"
 """
 
-FLOOD_REPORTS = 400_000
+FLOOD_REPORTS = 40_000
 """Progress reports the flood makes before the host's memory is judged: over 400 MB of
 messages, well past :data:`FLOOD_LIMIT`, so a host that kept them for the client (which
 never reads) is over the limit by then, however fast or slow the machine is."""
