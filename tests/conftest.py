@@ -51,6 +51,23 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: rank.get(item.path.name, len(SLOW_FIRST)))
 
 
+@pytest.fixture(autouse=True)
+def _no_secret_outlives_its_test() -> Iterator[None]:
+    """Redacted ``[secrets]`` values are registered for the whole process
+    (toolwire.host.tools.redaction): those a test (or an in-process host it ran)
+    registered are removed after it, so no later test of this process redacts them. One
+    that did made a 600-level result of another test fail (the old recursive walk)."""
+    from toolwire.host.tools import redaction
+
+    before = redaction.registered()
+    yield
+    added = list(redaction.registered())
+    for pair in before:
+        if pair in added:
+            added.remove(pair)
+    redaction.unregister(added)
+
+
 @pytest.fixture
 def host(tmp_path) -> Iterator[HostProcess]:  # type: ignore[no-untyped-def]
     """A host rooted in a temporary directory, serving the built-ins and tests/fixtures/basic_tools.py."""

@@ -810,6 +810,28 @@ def test_redaction_covers_nested_results() -> None:
     assert value not in repr(out) and "[secret NESTED redacted]" in out["content"][0]["text"]
 
 
+def test_redaction_walks_a_result_of_any_depth_without_recursing() -> None:
+    # Recursing, a result 600 levels deep overflowed the stack: the call failed instead
+    # of being answered (found when this registration leaked into another test).
+    value = "deep-" + base64.b16encode(secrets.token_bytes(8)).decode()
+    register([("DEEP", value)])
+    hidden = "[secret DEEP redacted]"
+    for levels in (300, 200_000):  # 300 pairs of levels: 600; then far past MAX_DEPTH
+        wire: object = {"leaf": f"a {value} b", value: 1}
+        for _ in range(levels):
+            wire = {"n": [wire, value]}
+        node = redact(wire)
+        for _ in range(min(levels, 500)):  # 1,000 levels: all above MAX_DEPTH
+            assert isinstance(node, dict) and node["n"][1] == hidden, node
+            node = node["n"][0]
+        if levels == 300:
+            assert node == {"leaf": f"a {hidden} b", hidden: 1}
+    cycle: list[object] = [value]
+    cycle.append(cycle)
+    redacted = redact(cycle)  # ends: a value that holds itself is walked to MAX_DEPTH only
+    assert redacted[0] == "[secret DEEP redacted]"
+
+
 def test_results_and_progress_of_a_tool_are_redacted(tmp_path: Path) -> None:
     from tests.hostproc import TOOLS_DIR
 
