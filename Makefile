@@ -33,6 +33,7 @@ demo: $(STAMP)
 # to run last. The ordinary-user pass uses two (tests/run_unprivileged.sh says why).
 TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 TEST_SERIAL ?=
+MAIN_PASS = $(PY) -m pytest -q -p no:cacheprovider --durations=15 -n $(TEST_WORKERS)
 # Compiled modules are cached as Python does by default, also where the environment says
 # not to (PYTHONDONTWRITEBYTECODE): the suite starts ~800 hosts and workers, and each one
 # would compile every toolwire module again (a fifth of a host start's CPU time). The
@@ -43,12 +44,12 @@ test: $(STAMP)
 	first=0; second=0; start=$$(date +%s); \
 	log=$$(mktemp "$${TMPDIR:-/tmp}/toolwire-ordinary-pass.XXXXXX"); \
 	if [ -n "$(TEST_SERIAL)" ]; then \
-	  $(PY) -m pytest -q -p no:cacheprovider --durations=15 -n $(TEST_WORKERS) || first=$$?; \
+	  $(MAIN_PASS) || first=$$?; \
 	  tests/run_unprivileged.sh || second=$$?; \
 	else \
 	  tests/run_unprivileged.sh > "$$log" 2>&1 & pass2=$$!; \
 	  trap 'kill $$pass2 2>/dev/null; rm -f "$$log"' INT TERM; \
-	  $(PY) -m pytest -q -p no:cacheprovider --durations=15 -n $(TEST_WORKERS) || first=$$?; \
+	  $(MAIN_PASS) || first=$$?; \
 	  mid=$$(date +%s); \
 	  echo "make test: main pass exit $$first after $$((mid - start)) s; the ordinary-user pass (run beside it):"; \
 	  wait $$pass2 || second=$$?; \
